@@ -1,0 +1,1 @@
+"""Stabilisation methods for residual branches."""
