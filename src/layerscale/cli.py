@@ -1,0 +1,43 @@
+"""The ``layerscale`` command: one sub-command per module, each exposing ``add_arguments(parser)`` and ``run(args)``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# sub-command -> (module providing add_arguments/run, one-line help). Adding a command: one line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("layerscale.demo", "train a small LayerScale ViT on scikit-learn's bundled digits and print accuracy"),
+    "models": ("layerscale.models.cli", "list the model names and residual methods"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="layerscale", description="Train deeper transformers that stay stable.")
+    parser.add_argument("--version", action="version", version=f"torch-layerscale {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
+    extra) print one line ``layerscale: error: ...`` and exit with status 2; other exceptions propagate."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
+        print(f"layerscale {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""A folder of images, one sub-folder per class, read with Pillow and resized to a square."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .bundle import RawImageData
+from .split import stratified_split
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
+
+
+def _require_pil() -> Any:
+    try:
+        from PIL import Image, ImageOps
+    except ImportError as err:
+        raise ImportError(
+            "the 'imagefolder' dataset needs Pillow: pip install pillow (it also comes with matplotlib)"
+        ) from err
+    return Image, ImageOps
+
+
+def _class_dirs(root: Path) -> list[Path]:
+    # Hidden folders (.ipynb_checkpoints, .git) are never classes.
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _read_images(root: Path, classes: list[str], img_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    Image, ImageOps = _require_pil()
+    images, labels = [], []
+    for label, cls in enumerate(classes):
+        cls_dir = root / cls
+        if not cls_dir.is_dir():
+            continue  # a test split may lack some of the train split's classes
+        files = sorted(p for p in cls_dir.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+        for path in files:
+            try:
+                with Image.open(path) as img:
+                    # fit = resize the shorter side then centre-crop, so aspect ratio is kept.
+                    img = ImageOps.fit(img.convert("RGB"), (img_size, img_size), method=Image.BILINEAR)
+                    data = bytearray(img.tobytes())
+            except OSError as err:  # UnidentifiedImageError is an OSError
+                raise ValueError(f"{path}: not a readable image ({err})") from err
+            images.append(torch.frombuffer(data, dtype=torch.uint8).view(img_size, img_size, 3))
+            labels.append(label)
+    if not images:
+        raise ValueError(f"{root}: no {'/'.join(sorted(IMAGE_SUFFIXES))} images found in class folders {classes}")
+    return torch.stack(images).permute(0, 3, 1, 2).contiguous(), torch.tensor(labels, dtype=torch.int64)
+
+
+def read_imagefolder(
+    data_dir: str | Path | None, img_size: int, test_fraction: float = 0.2, seed: int = 0
+) -> RawImageData:
+    """Read RGB images (`.png`, `.jpg`, `.jpeg`) from class sub-folders, as uint8 (N, 3, img_size, img_size).
+
+    Layouts: `data_dir/train/<class>/...` with `data_dir/test/<class>/...` (or `val/`), or plain
+    `data_dir/<class>/...`, split by `stratified_split(labels, test_fraction, seed)`. Classes are the
+    sorted train sub-folder names; a test class absent from train is an error. Images are resized on
+    their shorter side and centre-cropped. Raises ImportError without Pillow, FileNotFoundError for a
+    missing directory, ValueError for an empty folder or an unreadable image.
+    """
+    if data_dir is None:
+        raise ValueError("imagefolder: no data directory given; pass --data-dir DIR (one sub-folder per class)")
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: image folder not found")
+    if (root / "train").is_dir():
+        train_root = root / "train"
+        test_root = next((root / n for n in ("test", "val") if (root / n).is_dir()), None)
+        if test_root is None:
+            raise FileNotFoundError(f"{root}: has train/ but no test/ or val/ folder")
+    else:
+        train_root, test_root = root, None
+    classes = [p.name for p in _class_dirs(train_root)]
+    if not classes:
+        raise ValueError(f"{train_root}: no class sub-folders found")
+    images, labels = _read_images(train_root, classes, img_size)
+    if test_root is None:
+        train_idx, test_idx = stratified_split(labels, test_fraction, seed)
+        train_images, train_labels = images[train_idx], labels[train_idx]
+        test_images, test_labels = images[test_idx], labels[test_idx]
+    else:
+        unknown = sorted({p.name for p in _class_dirs(test_root)} - set(classes))
+        if unknown:
+            raise ValueError(f"{test_root}: classes {unknown} are not in {train_root}")
+        train_images, train_labels = images, labels
+        test_images, test_labels = _read_images(test_root, classes, img_size)
+    return RawImageData(train_images, train_labels, test_images, test_labels, classes)

@@ -1,0 +1,112 @@
+"""Transformer blocks whose residual updates are chosen by a residual method (``residual=``).
+
+For each branch the update is ``x ← post_norm(α·x + drop_path(scale(output_norm(F(norm(u))))))`` with the slots
+filled by :class:`layerscale.residual.ResidualMethod`. With the default ``residual="layerscale"`` the keys are
+timm's: ``norm1``, ``attn``, ``ls1.gamma``, ``norm2``, ``mlp``, ``ls2.gamma``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..residual.base import BlockContext, ResidualMethod
+from ..residual.registry import resolve_residual
+from .attention import Attention, ClassAttention, TalkingHeadAttention
+from .drop_path import DropPath
+from .mlp import Mlp
+from .norms import NormFactory, layer_norm
+
+__all__ = ["Block", "ClassAttentionBlock", "ATTENTION_TYPES"]
+
+ATTENTION_TYPES = {"self": Attention, "talking_heads": TalkingHeadAttention}
+
+
+class _ResidualBranches(nn.Module):
+    """Builds and applies the per-branch residual slots (``norm{i}``, ``out_norm{i}``, ``ls{i}``, ``post_norm{i}``)."""
+
+    def _build_slots(self, method: ResidualMethod, ctx: BlockContext, drop_path: float) -> None:
+        self.residual = method.name
+        self.context = ctx
+        self.skip_weight = float(method.skip_weight(ctx))
+        for i, branch in ((1, "attn"), (2, "mlp")):
+            setattr(self, f"norm{i}", method.norm(ctx, branch))
+            setattr(self, f"out_norm{i}", method.output_norm(ctx, branch))
+            setattr(self, f"ls{i}", method.scale(ctx, branch))
+            setattr(self, f"post_norm{i}", method.post_norm(ctx, branch))
+            setattr(self, f"drop_path{i}", DropPath(drop_path))
+
+    def _branch_input(self, i: int, u: torch.Tensor) -> torch.Tensor:
+        norm = getattr(self, f"norm{i}")
+        return u if norm is None else norm(u)
+
+    def _update(self, i: int, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``post_norm(α·x + drop_path(scale(output_norm(y))))``, fused into one ``addcmul`` where possible."""
+        out_norm, scale, post = getattr(self, f"out_norm{i}"), getattr(self, f"ls{i}"), getattr(self, f"post_norm{i}")
+        if out_norm is not None:
+            y = out_norm(y)
+        mask = getattr(self, f"drop_path{i}").keep_mask(y)
+        if self.skip_weight != 1.0:
+            x = x * self.skip_weight
+        if scale is not None and hasattr(scale, "add_to"):
+            x = scale.add_to(x, y, mask)
+        else:
+            if scale is not None:
+                y = scale(y)
+            x = x + (y if mask is None else y * mask)
+        return x if post is None else post(x)
+
+
+class Block(_ResidualBranches):
+    """A transformer block: attention branch then MLP branch, each wrapped by the residual method.
+
+    ``index`` (1-based) and ``depth`` place the block in its stack (methods such as DeepNorm, LNS, Mix-LN and the
+    LayerScale depth rule need them). ``attn_type`` is ``"self"`` (SDPA) or ``"talking_heads"`` (CaiT).
+    """
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True, *,
+                 residual: str | ResidualMethod = "layerscale", index: int = 1, depth: int = 1,
+                 init_value: float | None = None, ls_placement: str = "both", norm_layer: NormFactory | None = None,
+                 attn_type: str = "self", causal: bool = False, drop: float = 0.0, attn_drop: float = 0.0,
+                 drop_path: float = 0.0, kind: str = "encoder") -> None:
+        super().__init__()
+        method = resolve_residual(residual)
+        if attn_type not in ATTENTION_TYPES:
+            raise ValueError(f"attn_type must be one of {sorted(ATTENTION_TYPES)}, got {attn_type!r}")
+        ctx = BlockContext(dim, num_heads, index, depth, norm_layer or layer_norm(), init_value, ls_placement, kind)
+        extra = {"causal": causal} if attn_type == "self" else {}
+        self.attn = ATTENTION_TYPES[attn_type](dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop,
+                                               proj_drop=drop, head_scale_init=method.head_scale_init(ctx), **extra)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), drop=drop)
+        self._build_slots(method, ctx, drop_path)
+        method.configure(self, ctx)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self._update(1, x, self.attn(self._branch_input(1, x)))
+        return self._update(2, x, self.mlp(self._branch_input(2, x)))
+
+
+class ClassAttentionBlock(_ResidualBranches):
+    """CaiT's class-attention block: only the class token is updated.
+
+    ``x_cls ← x_cls + γ₁ ⊙ CA(LN([x_cls; x]))`` then ``x_cls ← x_cls + γ₂ ⊙ MLP(LN(x_cls))`` (with the LayerScale
+    method; other methods change the update the same way as in :class:`Block`).
+    """
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True, *,
+                 residual: str | ResidualMethod = "layerscale", index: int = 1, depth: int = 1,
+                 init_value: float | None = None, ls_placement: str = "both", norm_layer: NormFactory | None = None,
+                 drop: float = 0.0, attn_drop: float = 0.0, drop_path: float = 0.0) -> None:
+        super().__init__()
+        method = resolve_residual(residual)
+        ctx = BlockContext(dim, num_heads, index, depth, norm_layer or layer_norm(), init_value, ls_placement)
+        self.attn = ClassAttention(dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop,
+                                   head_scale_init=method.head_scale_init(ctx))
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), drop=drop)
+        self._build_slots(method, ctx, drop_path)
+        method.configure(self, ctx)
+
+    def forward(self, x: torch.Tensor, x_cls: torch.Tensor) -> torch.Tensor:
+        u = torch.cat((x_cls, x), dim=1)
+        x_cls = self._update(1, x_cls, self.attn(self._branch_input(1, u)))
+        return self._update(2, x_cls, self.mlp(self._branch_input(2, x_cls)))

@@ -1,0 +1,148 @@
+"""LayerScale and its relatives: learnable per-channel, per-head and scalar scales on residual branches.
+
+LayerScale (Touvron et al. 2021, "Going deeper with Image Transformers", arXiv 2103.17239) multiplies the output
+of every residual branch by a learnable diagonal ``diag(γ)``::
+
+    x_{l+1} = x_l + γ ⊙ F(LN(x_l)),      γ ∈ R^d initialised to ε
+
+so that a deep Pre-LN transformer starts close to the identity map and each block grows in during training.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = [
+    "init_value_for_depth",
+    "check_init_value",
+    "LayerScale",
+    "LayerScale2d",
+    "HeadScale",
+    "ScalarScale",
+]
+
+
+def init_value_for_depth(depth: int) -> float:
+    """The CaiT paper's rule for the LayerScale initial value ε as a function of the number of blocks.
+
+    ε = 0.1 for depth ≤ 18, ε = 1e-5 for 18 < depth ≤ 24 and ε = 1e-6 beyond (Touvron et al. 2021, §3).
+    Note that the official CaiT code departs from the text for some models (XXS36 uses 1e-5); the named models
+    in :mod:`layerscale.models` carry their official values.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        raise ValueError(f"depth must be a positive int, got {depth!r}")
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if depth <= 18:
+        return 0.1
+    if depth <= 24:
+        return 1e-5
+    return 1e-6
+
+
+def check_init_value(init_value: float, name: str = "init_value") -> float:
+    """Return ``float(init_value)`` or raise ``ValueError`` if it is negative, not finite or not a number."""
+    try:
+        value = float(init_value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number >= 0, got {init_value!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {init_value!r}")
+    return value
+
+
+class _ScaleBase(nn.Module):
+    """A learnable scale ``gamma`` of a fixed shape, filled with ``init_value`` by ``reset_parameters``."""
+
+    def __init__(self, shape: tuple[int, ...], init_value: float, device=None, dtype=None) -> None:
+        super().__init__()
+        self.init_value = check_init_value(init_value)
+        self.gamma = nn.Parameter(torch.empty(shape, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Fill ``gamma`` with ``init_value`` (works after ``to_empty()`` from the meta device)."""
+        with torch.no_grad():
+            self.gamma.fill_(self.init_value)
+
+    def extra_repr(self) -> str:
+        return f"{tuple(self.gamma.shape)}, init_value={self.init_value:g}"
+
+
+class LayerScale(_ScaleBase):
+    """Per-channel scale over the last dimension: ``y = γ ⊙ x`` with ``γ ∈ R^dim`` initialised to ``init_value``.
+
+    ``add_to(residual, branch, keep_mask)`` computes ``residual + γ ⊙ branch`` (times an optional per-sample
+    stochastic-depth mask) in one fused ``torch.addcmul``; blocks use it for the residual update.
+    State-dict key: ``gamma`` (as in timm's ``ls1.gamma``).
+    """
+
+    def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        super().__init__((dim,), init_value, device=device, dtype=dtype)
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"LayerScale expected last dimension {self.dim}, got input of shape {tuple(x.shape)}")
+        return x * self.gamma
+
+    def add_to(self, residual: torch.Tensor, branch: torch.Tensor, keep_mask: torch.Tensor | None = None):
+        """``residual + keep_mask ⊙ γ ⊙ branch`` in one fused kernel (``keep_mask`` broadcasts over samples)."""
+        scale = self.gamma if keep_mask is None else self.gamma * keep_mask
+        return torch.addcmul(residual, branch, scale)
+
+
+class LayerScale2d(_ScaleBase):
+    """Channels-first LayerScale for ``(N, C, H, W)`` tensors: ``y[n, c] = γ_c · x[n, c]``, ``γ ∈ R^C``."""
+
+    def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        super().__init__((dim,), init_value, device=device, dtype=dtype)
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4 or x.shape[1] != self.dim:
+            raise ValueError(f"LayerScale2d expected (N, {self.dim}, H, W), got input of shape {tuple(x.shape)}")
+        return x * self.gamma.view(1, -1, 1, 1)
+
+
+class HeadScale(_ScaleBase):
+    """Per-head scale on multi-head outputs of shape ``(B, H, N, head_dim)``: ``y[:, h] = γ_h · x[:, h]``.
+
+    Applied to each head's output before the heads are merged and projected, so that head ``h``'s contribution
+    to the branch is ``γ_h W_h o_h`` where ``W_h`` are the projection columns of head ``h``.
+    """
+
+    def __init__(self, num_heads: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
+        if not isinstance(num_heads, int) or num_heads < 1:
+            raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+        super().__init__((num_heads,), init_value, device=device, dtype=dtype)
+        self.num_heads = num_heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4 or x.shape[1] != self.num_heads:
+            raise ValueError(
+                f"HeadScale expected (B, {self.num_heads}, N, head_dim), got input of shape {tuple(x.shape)}"
+            )
+        return x * self.gamma.view(1, -1, 1, 1)
+
+
+class ScalarScale(_ScaleBase):
+    """One learnable scalar per branch: ``y = α x`` (CaiT's scalar ablation, ReZero, SkipInit). Key: ``gamma``."""
+
+    def __init__(self, init_value: float = 0.0, device=None, dtype=None) -> None:
+        super().__init__((1,), init_value, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gamma
+
+    def add_to(self, residual: torch.Tensor, branch: torch.Tensor, keep_mask: torch.Tensor | None = None):
+        """``residual + keep_mask · α · branch`` fused in one ``torch.addcmul``."""
+        scale = self.gamma if keep_mask is None else self.gamma * keep_mask
+        return torch.addcmul(residual, branch, scale)

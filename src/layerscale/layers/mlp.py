@@ -1,0 +1,29 @@
+"""The transformer MLP branch: ``fc2(drop(act(fc1(x))))``."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["Mlp"]
+
+
+class Mlp(nn.Module):
+    """Two-layer feed-forward network ``fc2(drop(GELU(fc1(x))))`` with hidden width ``hidden_features``.
+
+    Keys ``fc1.*`` and ``fc2.*`` match timm's ``Mlp``; ``fc2`` is the linear that produces the branch output, the
+    one into which a LayerScale γ can be folded.
+    """
+
+    def __init__(self, in_features: int, hidden_features: int, out_features: int | None = None,
+                 act_layer: type[nn.Module] = nn.GELU, drop: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        out_features = out_features or in_features
+        self.fc1 = nn.Linear(in_features, hidden_features, bias=bias)
+        self.act = act_layer()
+        self.drop1 = nn.Dropout(drop)
+        self.fc2 = nn.Linear(hidden_features, out_features, bias=bias)
+        self.drop2 = nn.Dropout(drop)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))

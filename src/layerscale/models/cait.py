@@ -1,0 +1,92 @@
+"""CaiT: Class-Attention in Image Transformers (Touvron et al. 2021, "Going deeper with Image Transformers").
+
+``patch_embed → + pos_embed (patches only) → depth × [talking-heads self-attention block] →
+depth_token_only × [class-attention block updating only the class token] → norm([cls; patches]) → head(cls)``.
+Every block uses LayerScale by default (class-attention blocks too), stochastic depth is the same rate in every
+self-attention block and zero in the class-attention blocks. Keys follow timm's ``Cait`` except the scales, which
+are ``ls1.gamma`` / ``ls2.gamma`` here and ``gamma_1`` / ``gamma_2`` there (:mod:`layerscale.interop` maps them).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..layers.block import Block, ClassAttentionBlock
+from ..layers.drop_path import drop_path_rates
+from ..layers.layer_scale import init_value_for_depth
+from ..layers.norms import layer_norm
+from ..layers.patch_embed import PatchEmbed
+from ..residual.registry import resolve_residual
+from .init import init_transformer_weights
+from .validation import check_heads, check_patch, check_positive_int, check_rate
+
+__all__ = ["CaiT"]
+
+
+class CaiT(nn.Module):
+    """CaiT classifier. ``init_value=None`` takes the depth rule of the self-attention depth."""
+
+    def __init__(self, img_size: int = 224, patch_size: int = 16, in_chans: int = 3, num_classes: int = 1000,
+                 embed_dim: int = 192, depth: int = 24, num_heads: int = 4, mlp_ratio: float = 4.0,
+                 qkv_bias: bool = True, depth_token_only: int = 2, residual: str = "layerscale",
+                 init_value: float | None = None, ls_placement: str = "both", attn_type: str = "talking_heads",
+                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
+                 drop_path_schedule: str = "uniform", norm_eps: float = 1e-6) -> None:
+        super().__init__()
+        check_positive_int("depth", depth)
+        check_positive_int("depth_token_only", depth_token_only)
+        check_positive_int("in_chans", in_chans)
+        check_positive_int("num_classes", num_classes)
+        check_heads(embed_dim, num_heads)
+        check_patch(img_size, patch_size)
+        check_rate("drop_rate", drop_rate)
+        method = resolve_residual(residual)
+        norm_layer = layer_norm(norm_eps)
+        epsilon = init_value if init_value is not None else init_value_for_depth(depth)
+        total = depth + depth_token_only
+        self.num_classes, self.embed_dim, self.depth, self.residual = num_classes, embed_dim, depth, method.name
+        self.init_value = epsilon
+        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches, embed_dim))
+        self.pos_drop = nn.Dropout(drop_rate)
+        rates = drop_path_rates(depth, drop_path_rate, drop_path_schedule)
+        common = dict(residual=method, depth=total, init_value=epsilon, ls_placement=ls_placement,
+                      norm_layer=norm_layer, drop=drop_rate, attn_drop=attn_drop_rate)
+        self.blocks = nn.Sequential(*[
+            Block(embed_dim, num_heads, mlp_ratio, qkv_bias, index=i + 1, attn_type=attn_type, drop_path=rates[i],
+                  **common)
+            for i in range(depth)
+        ])
+        self.blocks_token_only = nn.ModuleList([
+            ClassAttentionBlock(embed_dim, num_heads, mlp_ratio, qkv_bias, index=depth + j + 1, **common)
+            for j in range(depth_token_only)
+        ])
+        self.norm = method.final_norm(norm_layer, embed_dim)
+        self.head_drop = nn.Dropout(drop_rate)
+        self.head = nn.Linear(embed_dim, num_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-initialise every parameter (usable after ``to_empty()`` from the meta device)."""
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.trunc_normal_(self.cls_token, std=0.02)
+        init_transformer_weights(self)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W) -> (B, 1 + N, D)``: normalised ``[cls; patches]``."""
+        x = self.pos_drop(self.patch_embed(x) + self.pos_embed)
+        x = self.blocks(x)
+        cls = self.cls_token.expand(x.shape[0], -1, -1)
+        for block in self.blocks_token_only:
+            cls = block(x, cls)
+        x = torch.cat((cls, x), dim=1)
+        return x if self.norm is None else self.norm(x)
+
+    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.head_drop(x[:, 0]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class logits ``(B, num_classes)``."""
+        return self.forward_head(self.forward_features(x))

@@ -1,0 +1,83 @@
+"""A GPT-style causal language model (Radford et al. 2019; layout after nanoGPT) with LayerScale.
+
+``wte(tokens) + wpe(positions) → depth × causal block → norm → logits = h · wteᵀ`` (output weights tied to the
+token embedding, so the state dict holds them once). Byte-level vocabulary of 256 by default.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..layers.block import Block
+from ..layers.drop_path import drop_path_rates
+from ..layers.norms import layer_norm
+from ..residual.registry import resolve_residual
+from .init import init_transformer_weights
+from .validation import check_heads, check_positive_int, check_rate
+
+__all__ = ["GPT"]
+
+
+class GPT(nn.Module):
+    """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``."""
+
+    def __init__(self, vocab_size: int = 256, block_size: int = 256, embed_dim: int = 384, depth: int = 6,
+                 num_heads: int = 6, mlp_ratio: float = 4.0, qkv_bias: bool = True, residual: str = "layerscale",
+                 init_value: float | None = None, ls_placement: str = "both", drop_rate: float = 0.0,
+                 attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
+                 norm_eps: float = 1e-5) -> None:
+        super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("block_size", block_size)
+        check_positive_int("depth", depth)
+        check_heads(embed_dim, num_heads)
+        check_rate("drop_rate", drop_rate)
+        method = resolve_residual(residual)
+        norm_layer = layer_norm(norm_eps)
+        self.vocab_size, self.block_size, self.embed_dim, self.depth = vocab_size, block_size, embed_dim, depth
+        self.residual = method.name
+        self.wte = nn.Embedding(vocab_size, embed_dim)
+        self.wpe = nn.Embedding(block_size, embed_dim)
+        self.drop = nn.Dropout(drop_rate)
+        rates = drop_path_rates(depth, drop_path_rate, drop_path_schedule)
+        self.blocks = nn.Sequential(*[
+            Block(embed_dim, num_heads, mlp_ratio, qkv_bias, residual=method, index=i + 1, depth=depth,
+                  init_value=init_value, ls_placement=ls_placement, norm_layer=norm_layer, causal=True,
+                  drop=drop_rate, attn_drop=attn_drop_rate, drop_path=rates[i], kind="decoder")
+            for i in range(depth)
+        ])
+        self.norm = method.final_norm(norm_layer, embed_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-initialise every parameter (usable after ``to_empty()`` from the meta device)."""
+        init_transformer_weights(self)
+
+    def forward_features(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"expected integer tokens of shape (B, T), got {tuple(tokens.shape)} {tokens.dtype}")
+        T = tokens.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.block_size}")
+        positions = torch.arange(T, device=tokens.device)
+        x = self.blocks(self.drop(self.wte(tokens) + self.wpe(positions)))
+        return x if self.norm is None else self.norm(x)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Next-token logits ``(B, T, vocab_size)``."""
+        return F.linear(self.forward_features(tokens), self.wte.weight)
+
+    @torch.no_grad()
+    def generate(self, tokens: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Sample ``max_new_tokens`` continuations (multinomial at ``temperature``; 0 means greedy)."""
+        for _ in range(max_new_tokens):
+            logits = self(tokens[:, -self.block_size:])[:, -1]
+            if temperature == 0:
+                nxt = logits.argmax(-1, keepdim=True)
+            else:
+                nxt = torch.multinomial((logits / temperature).softmax(-1), 1, generator=generator)
+            tokens = torch.cat((tokens, nxt), dim=1)
+        return tokens

@@ -1,0 +1,87 @@
+"""Vision Transformer in the DeiT III style (Touvron et al. 2022, "DeiT III: Revenge of the ViT") with LayerScale.
+
+``patch_embed → (+ pos_embed on patches) → [cls; patches] → blocks → norm → head(cls)``. State-dict keys equal
+timm's ``VisionTransformer`` (``cls_token``, ``pos_embed``, ``patch_embed.proj``, ``blocks.{i}.{norm1,attn,ls1,
+norm2,mlp,ls2}``, ``norm``, ``head``), so timm ViT / DeiT III checkpoints load by name.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..layers.block import Block
+from ..layers.drop_path import drop_path_rates
+from ..layers.norms import layer_norm
+from ..layers.patch_embed import PatchEmbed
+from ..residual.registry import resolve_residual
+from .init import init_transformer_weights
+from .validation import check_heads, check_patch, check_positive_int, check_rate
+
+__all__ = ["VisionTransformer"]
+
+
+class VisionTransformer(nn.Module):
+    """A ViT classifier whose blocks use the residual method ``residual`` (default LayerScale).
+
+    ``init_value=None`` takes the CaiT depth rule (:func:`layerscale.init_value_for_depth`); ``no_embed_class=True``
+    (DeiT III) adds the position embedding to the patches only, before the class token is prepended.
+    """
+
+    def __init__(self, img_size: int = 224, patch_size: int = 16, in_chans: int = 3, num_classes: int = 1000,
+                 embed_dim: int = 384, depth: int = 12, num_heads: int = 6, mlp_ratio: float = 4.0,
+                 qkv_bias: bool = True, residual: str = "layerscale", init_value: float | None = None,
+                 ls_placement: str = "both", no_embed_class: bool = True, drop_rate: float = 0.0,
+                 attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
+                 norm_eps: float = 1e-6) -> None:
+        super().__init__()
+        check_positive_int("depth", depth)
+        check_positive_int("in_chans", in_chans)
+        check_positive_int("num_classes", num_classes)
+        check_heads(embed_dim, num_heads)
+        check_patch(img_size, patch_size)
+        check_rate("drop_rate", drop_rate)
+        method = resolve_residual(residual)
+        norm_layer = layer_norm(norm_eps)
+        self.num_classes, self.embed_dim, self.depth = num_classes, embed_dim, depth
+        self.residual, self.no_embed_class = method.name, no_embed_class
+        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+        num_patches = self.patch_embed.num_patches
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + (0 if no_embed_class else 1), embed_dim))
+        self.pos_drop = nn.Dropout(drop_rate)
+        rates = drop_path_rates(depth, drop_path_rate, drop_path_schedule)
+        self.blocks = nn.Sequential(*[
+            Block(embed_dim, num_heads, mlp_ratio, qkv_bias, residual=method, index=i + 1, depth=depth,
+                  init_value=init_value, ls_placement=ls_placement, norm_layer=norm_layer, drop=drop_rate,
+                  attn_drop=attn_drop_rate, drop_path=rates[i])
+            for i in range(depth)
+        ])
+        self.norm = method.final_norm(norm_layer, embed_dim)
+        self.head_drop = nn.Dropout(drop_rate)
+        self.head = nn.Linear(embed_dim, num_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-initialise every parameter (usable after ``to_empty()`` from the meta device)."""
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=1e-6)
+        init_transformer_weights(self)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W) -> (B, 1 + N, D)`` normalised tokens."""
+        x = self.patch_embed(x)
+        cls = self.cls_token.expand(x.shape[0], -1, -1)
+        if self.no_embed_class:
+            x = torch.cat((cls, x + self.pos_embed), dim=1)
+        else:
+            x = torch.cat((cls, x), dim=1) + self.pos_embed
+        x = self.blocks(self.pos_drop(x))
+        return x if self.norm is None else self.norm(x)
+
+    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.head_drop(x[:, 0]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class logits ``(B, num_classes)``."""
+        return self.forward_head(self.forward_features(x))

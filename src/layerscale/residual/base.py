@@ -1,0 +1,108 @@
+"""The one interface every residual-stabilisation method implements.
+
+A transformer block has two residual branches, attention and MLP. For each branch the block computes::
+
+    y = F(norm(u))                      # u: the branch input (the stream, or [cls; patches] in class attention)
+    y = output_norm(y)                  # Peri-LN / Sandwich-LN only
+    x = post_norm(skip_weight · x + drop_path(scale(y)))
+
+Each slot (``norm``, ``output_norm``, ``scale``, ``post_norm``) is a module or ``None`` (then skipped, and absent
+from the state dict), ``skip_weight`` is a constant. A method says what goes in each slot for a block described by
+a :class:`BlockContext`; it may also own special initialisations through the modules it returns. Adding a method
+means one file with a :class:`ResidualMethod` subclass and one line in :mod:`layerscale.residual.registry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from torch import nn
+
+from ..layers.layer_scale import check_init_value, init_value_for_depth
+from ..layers.norms import NormFactory
+
+__all__ = ["Branch", "BlockContext", "ResidualMethod", "PLACEMENTS"]
+
+Branch = Literal["attn", "mlp"]
+
+#: Which branches carry a LayerScale-type scale.
+PLACEMENTS: dict[str, tuple[str, ...]] = {"both": ("attn", "mlp"), "attn": ("attn",), "mlp": ("mlp",), "none": ()}
+
+
+@dataclass(frozen=True)
+class BlockContext:
+    """What a residual method may know about the block it builds.
+
+    ``index`` is 1-based within a stack of ``depth`` blocks; ``init_value`` is the LayerScale ε (``None`` means
+    :func:`init_value_for_depth` of ``depth``); ``placement`` is a key of :data:`PLACEMENTS`; ``kind`` tells
+    an encoder from a causal decoder stack (DeepNorm's constants differ).
+    """
+
+    dim: int
+    num_heads: int
+    index: int
+    depth: int
+    norm_layer: NormFactory
+    init_value: float | None = None
+    placement: str = "both"
+    kind: Literal["encoder", "decoder"] = "encoder"
+
+    def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"ls_placement must be one of {sorted(PLACEMENTS)}, got {self.placement!r}")
+        if self.depth < 1:
+            raise ValueError(f"depth must be >= 1, got {self.depth}")
+        if not 1 <= self.index <= self.depth:
+            raise ValueError(f"block index must be in [1, {self.depth}], got {self.index}")
+        if self.init_value is not None:
+            check_init_value(self.init_value)
+
+    @property
+    def epsilon(self) -> float:
+        """The LayerScale initial value for this block: the explicit one, else the CaiT depth rule."""
+        return self.init_value if self.init_value is not None else init_value_for_depth(self.depth)
+
+    def scaled(self, branch: str) -> bool:
+        """Whether ``branch`` carries a LayerScale-type scale under this placement."""
+        return branch in PLACEMENTS[self.placement]
+
+
+class ResidualMethod:
+    """Base class: plain Pre-LN (``x + F(LN(x))``). Subclasses override the slots they change."""
+
+    name: ClassVar[str] = ""
+
+    def norm(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        """Normalisation of the branch input."""
+        return ctx.norm_layer(ctx.dim)
+
+    def output_norm(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        """Normalisation of the branch output, before the scale."""
+        return None
+
+    def scale(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        """A module applied to the branch output; one with ``add_to(x, y, mask)`` fuses the residual update."""
+        return None
+
+    def post_norm(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        """Normalisation applied to the updated stream (Post-LN family)."""
+        return None
+
+    def skip_weight(self, ctx: BlockContext) -> float:
+        """The constant α multiplying the stream on the skip path (DeepNorm)."""
+        return 1.0
+
+    def head_scale_init(self, ctx: BlockContext) -> float | None:
+        """Initial value of a per-head scale inside the attention branch, or ``None`` for none."""
+        return None
+
+    def configure(self, block: nn.Module, ctx: BlockContext) -> None:
+        """Adjust a freshly built block (for example swap linears for ones with a special initialisation)."""
+
+    def final_norm(self, norm_layer: NormFactory, dim: int) -> nn.Module | None:
+        """The model's last normalisation before the head; Post-LN methods already end normalised."""
+        return norm_layer(dim)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
