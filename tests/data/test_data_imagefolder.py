@@ -1,0 +1,75 @@
+import sys
+
+import pytest
+import torch
+
+from layerscale.data import load_dataset
+
+Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed")
+
+COLOURS = {"blue": (0, 0, 255), "green": (0, 255, 0), "red": (255, 0, 0)}
+
+
+def _write_class_images(root, per_class=5, size=(14, 10)):
+    for name, rgb in COLOURS.items():
+        (root / name).mkdir(parents=True)
+        for i in range(per_class):
+            suffix = ".png" if i % 2 else ".jpg"  # both formats, and lossless PNG for exact checks
+            Image.new("RGB", size, rgb).save(root / name / f"{i}{suffix}")
+
+
+def _pixels(bundle, x):
+    mean, std = torch.tensor(bundle.mean).view(-1, 1, 1), torch.tensor(bundle.std).view(-1, 1, 1)
+    return x * std + mean
+
+
+def test_flat_folder_is_split_stratified_and_resized(tmp_path):
+    _write_class_images(tmp_path)
+    bundle = load_dataset("imagefolder", tmp_path, img_size=16)
+    assert bundle.class_names == ["blue", "green", "red"]
+    assert (bundle.num_classes, bundle.in_chans, bundle.img_size) == (3, 3, 16)
+    assert (len(bundle.train), len(bundle.test)) == (12, 3)
+    assert sorted(bundle.test.labels.tolist()) == [0, 1, 2]  # one of five per class at test_fraction=0.2
+    for i in range(len(bundle.train)):
+        x, y = bundle.train[i]
+        assert x.shape == (3, 16, 16)
+        # Each image is one flat colour; the class index says which channel is lit.
+        means = _pixels(bundle, x).mean(dim=(1, 2))
+        expected = torch.tensor(COLOURS[bundle.class_names[int(y)]], dtype=torch.float32) / 255
+        torch.testing.assert_close(means, expected, atol=0.02, rtol=0)
+
+
+def test_train_val_layout(tmp_path):
+    _write_class_images(tmp_path / "train", per_class=2)
+    (tmp_path / "val" / "red").mkdir(parents=True)
+    Image.new("RGB", (8, 8), COLOURS["red"]).save(tmp_path / "val" / "red" / "a.png")
+    bundle = load_dataset("imagefolder", tmp_path, img_size=8)
+    assert (len(bundle.train), len(bundle.test)) == (6, 1)
+    assert bundle.test.labels.tolist() == [bundle.class_names.index("red")]
+
+
+def test_unknown_test_class_is_an_error(tmp_path):
+    _write_class_images(tmp_path / "train", per_class=1)
+    (tmp_path / "test" / "purple").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"\['purple'\] are not in"):
+        load_dataset("imagefolder", tmp_path, img_size=8)
+
+
+def test_unreadable_image_names_file(tmp_path):
+    _write_class_images(tmp_path, per_class=1)
+    (tmp_path / "red" / "broken.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match="broken.png: not a readable image"):
+        load_dataset("imagefolder", tmp_path, img_size=8)
+
+
+def test_empty_folder(tmp_path):
+    (tmp_path / "cats").mkdir()
+    with pytest.raises(ValueError, match="no .* images found"):
+        load_dataset("imagefolder", tmp_path, img_size=8)
+
+
+def test_missing_pillow_gives_clear_import_error(tmp_path, monkeypatch):
+    _write_class_images(tmp_path, per_class=1)
+    monkeypatch.setitem(sys.modules, "PIL", None)  # makes `from PIL import ...` raise ImportError
+    with pytest.raises(ImportError, match="pip install pillow"):
+        load_dataset("imagefolder", tmp_path, img_size=8)
