@@ -26,6 +26,7 @@ class _ResidualBranches(nn.Module):
     """Builds and applies the per-branch residual slots (``norm{i}``, ``out_norm{i}``, ``ls{i}``, ``post_norm{i}``)."""
 
     def _build_slots(self, method: ResidualMethod, ctx: BlockContext, drop_path: float) -> None:
+        method.validate(ctx)
         self.residual = method.name
         self.context = ctx
         self.skip_weight = float(method.skip_weight(ctx))
@@ -61,11 +62,12 @@ class Block(_ResidualBranches):
     """A transformer block: attention branch then MLP branch, each wrapped by the residual method.
 
     ``index`` (1-based) and ``depth`` place the block in its stack (methods such as DeepNorm, LNS, Mix-LN and the
-    LayerScale depth rule need them). ``attn_type`` is ``"self"`` (SDPA) or ``"talking_heads"`` (CaiT).
+    LayerScale depth rule need them; without ``depth`` the block counts as a one-block stack, and methods that need
+    the real depth raise ``ValueError``). ``attn_type`` is ``"self"`` (SDPA) or ``"talking_heads"`` (CaiT).
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True, *,
-                 residual: str | ResidualMethod = "layerscale", index: int = 1, depth: int = 1,
+                 residual: str | ResidualMethod = "layerscale", index: int = 1, depth: int | None = None,
                  init_value: float | None = None, ls_placement: str = "both", norm_layer: NormFactory | None = None,
                  attn_type: str = "self", causal: bool = False, drop: float = 0.0, attn_drop: float = 0.0,
                  drop_path: float = 0.0, kind: str = "encoder") -> None:
@@ -73,7 +75,8 @@ class Block(_ResidualBranches):
         method = resolve_residual(residual)
         if attn_type not in ATTENTION_TYPES:
             raise ValueError(f"attn_type must be one of {sorted(ATTENTION_TYPES)}, got {attn_type!r}")
-        ctx = BlockContext(dim, num_heads, index, depth, norm_layer or layer_norm(), init_value, ls_placement, kind)
+        ctx = BlockContext(dim, num_heads, index, 1 if depth is None else depth, norm_layer or layer_norm(), init_value,
+                           ls_placement, kind, depth_known=depth is not None)
         extra = {"causal": causal} if attn_type == "self" else {}
         self.attn = ATTENTION_TYPES[attn_type](dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop,
                                                proj_drop=drop, head_scale_init=method.head_scale_init(ctx), **extra)
@@ -94,12 +97,13 @@ class ClassAttentionBlock(_ResidualBranches):
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True, *,
-                 residual: str | ResidualMethod = "layerscale", index: int = 1, depth: int = 1,
+                 residual: str | ResidualMethod = "layerscale", index: int = 1, depth: int | None = None,
                  init_value: float | None = None, ls_placement: str = "both", norm_layer: NormFactory | None = None,
                  drop: float = 0.0, attn_drop: float = 0.0, drop_path: float = 0.0) -> None:
         super().__init__()
         method = resolve_residual(residual)
-        ctx = BlockContext(dim, num_heads, index, depth, norm_layer or layer_norm(), init_value, ls_placement)
+        ctx = BlockContext(dim, num_heads, index, 1 if depth is None else depth, norm_layer or layer_norm(), init_value,
+                           ls_placement, depth_known=depth is not None)
         self.attn = ClassAttention(dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop,
                                    head_scale_init=method.head_scale_init(ctx))
         self.mlp = Mlp(dim, int(dim * mlp_ratio), drop=drop)

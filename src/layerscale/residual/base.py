@@ -36,7 +36,10 @@ class BlockContext:
 
     ``index`` is 1-based within a stack of ``depth`` blocks; ``init_value`` is the LayerScale ε (``None`` means
     :func:`init_value_for_depth` of ``depth``); ``placement`` is a key of :data:`PLACEMENTS`; ``kind`` tells
-    an encoder from a causal decoder stack (DeepNorm's constants differ).
+    an encoder from a causal decoder-only stack (for a decoder-only stack DeepNorm's and T-Fixup's constants are
+    the encoder's with ``L`` decoder blocks; they would differ only in an encoder-decoder). ``depth_known`` is
+    ``False`` when the builder did not say how deep the stack is (a lone :class:`~layerscale.layers.Block`
+    without ``depth=``): ``depth`` is then 1 and methods that need the real depth refuse to build.
     """
 
     dim: int
@@ -47,10 +50,15 @@ class BlockContext:
     init_value: float | None = None
     placement: str = "both"
     kind: Literal["encoder", "decoder"] = "encoder"
+    depth_known: bool = True
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
             raise ValueError(f"ls_placement must be one of {sorted(PLACEMENTS)}, got {self.placement!r}")
+        if self.kind not in ("encoder", "decoder"):
+            raise ValueError(f"kind must be 'encoder' or 'decoder', got {self.kind!r}")
+        if not self.depth_known and self.index != 1:
+            raise ValueError(f"block index {self.index} needs depth= (the number of blocks in the stack)")
         if self.depth < 1:
             raise ValueError(f"depth must be >= 1, got {self.depth}")
         if not 1 <= self.index <= self.depth:
@@ -72,6 +80,20 @@ class ResidualMethod:
     """Base class: plain Pre-LN (``x + F(LN(x))``). Subclasses override the slots they change."""
 
     name: ClassVar[str] = ""
+    #: Whether ``ls_placement`` chooses the branches that carry this method's scale (the LayerScale family).
+    #: A method without a per-branch scale accepts only the default ``"both"``: anything else is an error.
+    uses_placement: ClassVar[bool] = False
+    #: Whether the method needs the block's place in its stack (``index`` of ``depth``), e.g. for its constants.
+    needs_depth: ClassVar[bool] = False
+
+    def validate(self, ctx: BlockContext) -> None:
+        """Refuse a block this method cannot build faithfully, with a one-line ``ValueError``."""
+        if self.needs_depth and not ctx.depth_known:
+            raise ValueError(f"residual {self.name!r} needs the block's place in its stack: pass index= and depth= "
+                             f"(the number of blocks) to the block")
+        if not self.uses_placement and ctx.placement != "both":
+            raise ValueError(f"ls_placement={ctx.placement!r} does not apply to residual {self.name!r}, which has no "
+                             f"per-branch LayerScale; leave ls_placement at 'both' (the default)")
 
     def norm(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
         """Normalisation of the branch input."""

@@ -14,6 +14,7 @@ class LayerScaleResidual(ResidualMethod):
     """
 
     name = "layerscale"
+    uses_placement = True
 
     def scale(self, ctx: BlockContext, branch: Branch):
         return LayerScale(ctx.dim, ctx.epsilon) if ctx.scaled(branch) else None

@@ -15,6 +15,7 @@ class LayerScaleHead(ResidualMethod):
     """Per-head scale inside attention (key ``attn.head_scale.gamma``), per-channel ``ls2.gamma`` on the MLP."""
 
     name = "layerscale_head"
+    uses_placement = True
 
     def head_scale_init(self, ctx: BlockContext) -> float | None:
         return ctx.epsilon if ctx.scaled("attn") else None

@@ -14,6 +14,15 @@ _METHODS: dict[str, str] = {
     "layerscale": "layerscale:LayerScaleResidual",
     "layerscale_head": "layerscale_head:LayerScaleHead",
     "scalar": "scalar:ScalarResidual",
+    "postnorm": "postnorm:PostNorm",
+    "rezero": "rezero:ReZero",
+    "skipinit": "skipinit:SkipInit",
+    "tfixup": "tfixup:TFixup",
+    "deepnorm": "deepnorm:DeepNorm",
+    "lns": "lns:LayerNormScaling",
+    "periln": "periln:PeriLN",
+    "mixln": "mixln:MixLN",
+    "dyt": "dyt:DyTResidual",
 }
 
 

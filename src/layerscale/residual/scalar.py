@@ -10,6 +10,7 @@ class ScalarResidual(ResidualMethod):
     """LayerNorm kept, a single scalar α = ε per branch instead of a diagonal (keys ``ls1.gamma``, ``ls2.gamma``)."""
 
     name = "scalar"
+    uses_placement = True
 
     def scale(self, ctx: BlockContext, branch: Branch):
         return ScalarScale(ctx.epsilon) if ctx.scaled(branch) else None

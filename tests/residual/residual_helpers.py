@@ -1,0 +1,29 @@
+"""Tiny model builders shared by the residual-method tests (random weights, a few tokens)."""
+
+import torch
+
+from layerscale.models import create_model
+
+FAMILIES = ("vit", "cait", "gpt")
+
+
+def tiny_model(family: str, residual, depth: int, **overrides):
+    """A width-32, 4-head model of ``family``: 8×8 images in 4×4 patches, or 8 tokens of a 32-symbol vocabulary."""
+    args = dict(embed_dim=32, num_heads=4, depth=depth, residual=residual)
+    if family == "gpt":
+        args.update(vocab_size=32, block_size=8)
+    else:
+        args.update(img_size=8, patch_size=4, num_classes=3)
+    args.update(overrides)
+    return create_model(family, **args)
+
+
+def tiny_input(family: str, batch: int = 2) -> torch.Tensor:
+    if family == "gpt":
+        return torch.randint(0, 32, (batch, 8))
+    return torch.randn(batch, 3, 8, 8)
+
+
+def all_blocks(model):
+    """Self-attention blocks then (CaiT) class-attention blocks, in stack order."""
+    return list(model.blocks) + list(getattr(model, "blocks_token_only", []))
