@@ -1,0 +1,71 @@
+"""``layerscale convert SRC DST``: rename a checkpoint between formats and write it as safetensors, atomically."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .formats import CANONICAL, list_formats
+
+    formats = ", ".join(list_formats())
+    parser.add_argument("src", help="checkpoint to read: safetensors, or a PyTorch file (read with weights_only=True)")
+    parser.add_argument("dst", help="safetensors file to write")
+    parser.add_argument("--from", dest="source", default="auto", metavar="FORMAT",
+                        help=f"source format (default: recognised from the keys); one of {formats}")
+    parser.add_argument("--to", dest="target", default=CANONICAL, metavar="FORMAT",
+                        help=f"target format (default {CANONICAL}); one of {formats}")
+    parser.add_argument("--drop", action="append", default=[], metavar="PREFIX",
+                        help="leave out keys starting with PREFIX (repeatable), e.g. 'classifier.'")
+    parser.add_argument("--model", metavar="NAME", default=None,
+                        help="also check that the weights fit our model NAME (see 'layerscale models'): every key "
+                             "present, none extra, every shape equal")
+    parser.add_argument("--force", action="store_true", help="replace DST if it exists")
+
+
+def check_destination(src: Path, dst: Path, force: bool) -> None:
+    """Refuse to overwrite ``dst`` without ``force`` and to write over the source file."""
+    if dst.exists() and not force:
+        raise FileExistsError(f"{dst} exists; pass --force to replace it")
+    if src.exists() and dst.exists() and src.resolve() == dst.resolve():
+        raise ValueError(f"destination {dst} is the source file; write to another path")
+
+
+def check_against_model(state_dict, name: str) -> None:
+    """Raise ``ValueError`` listing missing, unexpected or mis-shaped keys of ``state_dict`` (our keys) for model
+    ``name`` as ``create_model(name)`` builds it (on the meta device: nothing is allocated)."""
+    import torch
+
+    from ..models import create_model
+    from .convert import check_fits
+
+    with torch.device("meta"):
+        expected = create_model(name).state_dict()
+    check_fits(expected, state_dict, what=f"the weights do not fit model {name!r}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import __version__
+    from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
+    from .convert import convert_state_dict, convert_with_report
+
+    src, dst = Path(args.src), Path(args.dst)
+    check_destination(src, dst, args.force)
+    loaded = read_state_dict_file(src)
+    tensors, report = convert_with_report(loaded.tensors, args.source, args.target, drop=args.drop)
+    if args.model:
+        check_against_model(convert_state_dict(loaded.tensors, report.source, "layerscale", drop=args.drop),
+                            args.model)
+    where = f", weights under {loaded.container!r}" if loaded.container else ""
+    print(f"read {src} ({loaded.file_format}{where}): {len(loaded.tensors)} tensors")
+    print(f"format {report.source} -> {report.target}")
+    for line in report.lines():
+        print(line)
+    save_safetensors_atomic(tensors, dst, metadata={"layerscale_key_format": report.target,
+                                                    "converted_from": report.source,
+                                                    "producer": f"torch-layerscale {__version__}"})
+    if args.model:
+        print(f"checked: every key and shape fits model {args.model!r}")
+    print(f"wrote {dst} (safetensors, {len(tensors)} tensors)")
+    return 0

@@ -1,0 +1,186 @@
+"""Convert state dicts between our keys and timm, the official CaiT / DeiT III code and Hugging Face DINOv2.
+
+``convert_state_dict(sd, source, target)`` renames through the explicit tables of :mod:`layerscale.interop`
+(source → ours → target); ``load_pretrained_into(model, checkpoint)`` reads a file or dict, recognises its format,
+converts it to the model's own layout and loads it, refusing missing, unexpected or mis-shaped keys with one
+message that lists them; ``export_state_dict(model, target)`` is the way back out.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from ..checkpoint_io import read_state_dict_file, unwrap_state_dict
+from .formats import CANONICAL, detect_format, get_format, resolve_format_name
+from .rules import ConversionReport, format_keys
+
+__all__ = [
+    "normalize_checkpoint",
+    "check_fits",
+    "convert_state_dict",
+    "convert_with_report",
+    "format_of_model",
+    "load_pretrained_into",
+    "export_state_dict",
+]
+
+StateDict = dict[str, torch.Tensor]
+
+
+def normalize_checkpoint(checkpoint: Any, source: str = "checkpoint") -> tuple[StateDict, list[str]]:
+    """``(state_dict, notes)``: the tensors of ``checkpoint`` with common wrappers removed.
+
+    Unwraps ``{"model": ...}`` (official DeiT / CaiT files) and the other containers of
+    :data:`layerscale.checkpoint_io.STATE_DICT_CONTAINERS`, and strips a ``module.`` prefix present on every key
+    (``DistributedDataParallel``). ``notes`` says what was removed.
+    """
+    tensors, container = unwrap_state_dict(checkpoint, source)
+    notes = [f"weights found under {container!r}"] if container else []
+    return _strip_module_prefix(tensors, notes), notes
+
+
+def _strip_module_prefix(tensors: StateDict, notes: list[str]) -> StateDict:
+    if tensors and all(k.startswith("module.") for k in tensors):
+        notes.append("prefix 'module.' stripped")
+        return {k[len("module."):]: v for k, v in tensors.items()}
+    return tensors
+
+
+def _drop_prefixes(state_dict: StateDict, drop: Sequence[str], report: ConversionReport) -> StateDict:
+    if isinstance(drop, str):
+        drop = (drop,)
+    for prefix in drop:
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"drop must be a sequence of non-empty key prefixes, got {prefix!r}")
+        hit = [k for k in state_dict if k.startswith(prefix)]
+        if not hit:
+            raise ValueError(f"drop prefix {prefix!r} matches no key; keys look like {format_keys(state_dict, 6)}")
+        report.dropped.append((f"{prefix}* ({len(hit)} keys)", "asked to drop"))
+        state_dict = {k: v for k, v in state_dict.items() if not k.startswith(prefix)}
+    return state_dict
+
+
+def convert_with_report(state_dict: Mapping[str, torch.Tensor], source: str = "auto", target: str = CANONICAL, *,
+                        drop: Sequence[str] = ()) -> tuple[StateDict, ConversionReport]:
+    """:func:`convert_state_dict` that also returns the :class:`~layerscale.interop.ConversionReport`."""
+    notes: list[str] = []
+    state_dict = _strip_module_prefix(dict(state_dict), notes)
+    target = resolve_format_name(target)
+    if source == "auto":
+        source = detect_format(state_dict)
+        notes.append(f"detected format: {source}")
+    source = resolve_format_name(source)
+    report = ConversionReport(source, target, notes=notes)
+    state_dict = _drop_prefixes(state_dict, drop, report)
+    src_fmt, dst_fmt = get_format(source), get_format(target)
+    canonical = state_dict if src_fmt is None else src_fmt.to_canonical(state_dict, report)
+    if dst_fmt is None:
+        if src_fmt is None:
+            report.count("unchanged names", len(canonical))
+        return canonical, report
+    if src_fmt is not None:  # two foreign formats: count the second leg only, the first is in the same report
+        report.notes.append(f"via the layerscale format ({sum(report.counts.values())} tensors read)")
+        report.counts.clear()
+    return dst_fmt.from_canonical(canonical, report), report
+
+
+def convert_state_dict(state_dict: Mapping[str, torch.Tensor], source: str = "auto", target: str = CANONICAL, *,
+                       drop: Sequence[str] = ()) -> StateDict:
+    """Rename ``state_dict`` from format ``source`` to format ``target`` (both from :func:`list_formats`).
+
+    ``source="auto"`` recognises the format from the keys (:func:`detect_format`); a ``module.`` prefix on every
+    key is stripped. ``drop`` lists key prefixes to leave out on purpose (for example ``"classifier."`` of a
+    Hugging Face task model). Keys that no rule of the tables claims raise ``ValueError`` listing them; tensors
+    are not copied unless they must be concatenated or split.
+    """
+    return convert_with_report(state_dict, source, target, drop=drop)[0]
+
+
+def format_of_model(model: nn.Module) -> str:
+    """The key layout ``model.state_dict()`` uses: ``"layerscale"`` for our models, ``"timm_vit"`` / ``"timm_cait"``
+    for timm's ``VisionTransformer`` / ``Cait``, ``"hf_dinov2"`` for ``transformers.Dinov2Model``."""
+    if type(model).__module__.split(".")[0] == "layerscale":
+        return CANONICAL
+    if "timm" in sys.modules:
+        from timm.models.cait import Cait
+        from timm.models.vision_transformer import VisionTransformer
+
+        if isinstance(model, VisionTransformer):
+            return "timm_vit"
+        if isinstance(model, Cait):
+            return "timm_cait"
+    if "transformers" in sys.modules:
+        from transformers import Dinov2Model
+
+        if isinstance(model, Dinov2Model):
+            return "hf_dinov2"
+    raise ValueError(f"no checkpoint format known for a {type(model).__name__}; supported: layerscale models, "
+                     f"timm VisionTransformer and Cait, transformers Dinov2Model (for a Dinov2 task model use "
+                     f"its .dinov2 backbone)")
+
+
+def _read(checkpoint: str | os.PathLike | Mapping[str, Any]) -> tuple[StateDict, list[str]]:
+    if isinstance(checkpoint, (str, os.PathLike)):
+        loaded = read_state_dict_file(checkpoint)
+        notes = [f"read {Path(checkpoint)} ({loaded.file_format})"]
+        if loaded.container:
+            notes.append(f"weights found under {loaded.container!r}")
+        return loaded.tensors, notes
+    return normalize_checkpoint(checkpoint, "checkpoint")
+
+
+def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mapping[str, Any],
+                         source: str = "auto", *, strict: bool = True, drop: Sequence[str] = ()) -> ConversionReport:
+    """Load ``checkpoint`` (a path or a state dict, any supported format) into ``model``; return the report.
+
+    The checkpoint is converted to ``model``'s own layout (:func:`format_of_model`) and compared with
+    ``model.state_dict()`` before anything is copied: keys the model lacks, and shape mismatches, always raise
+    ``ValueError`` listing them; keys the checkpoint lacks raise too unless ``strict=False`` (then they keep their
+    current values and are listed in the report's notes — e.g. a classification head when loading a backbone).
+    """
+    tensors, notes = _read(checkpoint)
+    target = format_of_model(model)
+    converted, report = convert_with_report(tensors, source, target, drop=drop)
+    report.notes[:0] = notes
+    missing = check_fits(model.state_dict(), converted, strict=strict,
+                         what=f"checkpoint ({report.source}) does not fit {type(model).__name__}")
+    with torch.no_grad():
+        model.load_state_dict(converted, strict=not missing)
+    if missing:
+        report.notes.append(f"kept the model's own values for {len(missing)} key(s) {format_keys(missing)}")
+    return report
+
+
+def check_fits(expected: Mapping[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor], *, strict: bool = True,
+               what: str = "state dict does not fit") -> list[str]:
+    """Compare ``state_dict`` with a model's ``expected`` state dict (meta tensors are fine: only shapes are read).
+
+    Unexpected keys and shape mismatches always raise one ``ValueError`` listing them (prefixed by ``what``);
+    missing keys raise too when ``strict``. Returns the missing keys.
+    """
+    unexpected = sorted(set(state_dict) - set(expected))
+    missing = sorted(set(expected) - set(state_dict))
+    mismatched = [f"{k}: checkpoint {tuple(state_dict[k].shape)} vs model {tuple(expected[k].shape)}"
+                  for k in sorted(set(state_dict) & set(expected)) if state_dict[k].shape != expected[k].shape]
+    problems = []
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected key(s) {format_keys(unexpected)}")
+    if missing and strict:
+        problems.append(f"{len(missing)} missing key(s) {format_keys(missing)}")
+    if mismatched:
+        problems.append(f"{len(mismatched)} shape mismatch(es) [{'; '.join(mismatched[:6])}]")
+    if problems:
+        raise ValueError(f"{what}: " + "; ".join(problems))
+    return missing
+
+
+def export_state_dict(model: nn.Module, target: str) -> StateDict:
+    """``model.state_dict()`` renamed into format ``target`` (tensors detached; see :func:`convert_state_dict`)."""
+    state = {k: v.detach() for k, v in model.state_dict().items()}
+    return convert_state_dict(state, format_of_model(model), target)

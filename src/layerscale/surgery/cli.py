@@ -1,0 +1,46 @@
+"""``layerscale fold SRC DST``: fold the LayerScale of a checkpoint into its linear layers (safetensors out).
+
+The checkpoint may be in any format ``layerscale convert`` reads; it is converted to our keys, folded
+(:func:`layerscale.surgery.fold_state_dict`) and written atomically. The result loads into the same architecture
+built without scales: our models with ``residual="prenorm"``, a timm ViT with ``init_values=None``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..interop.formats import list_formats
+
+    parser.add_argument("src", help="checkpoint to read: safetensors, or a PyTorch file (read with weights_only=True)")
+    parser.add_argument("dst", help="safetensors file to write (our keys, no scales)")
+    parser.add_argument("--from", dest="source", default="auto", metavar="FORMAT",
+                        help=f"source format (default: recognised from the keys); one of {', '.join(list_formats())}")
+    parser.add_argument("--force", action="store_true", help="replace DST if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import __version__
+    from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
+    from ..interop.cli import check_destination
+    from ..interop.convert import convert_with_report
+    from .fold_state_dict import fold_state_dict
+
+    src, dst = Path(args.src), Path(args.dst)
+    check_destination(src, dst, args.force)
+    loaded = read_state_dict_file(src)
+    canonical, report = convert_with_report(loaded.tensors, args.source, "layerscale")
+    folded, counts = fold_state_dict(canonical)
+    where = f", weights under {loaded.container!r}" if loaded.container else ""
+    print(f"read {src} ({loaded.file_format}{where}): {len(loaded.tensors)} tensors, format {report.source}")
+    for line in report.notes:
+        print(f"  {line}")
+    for label, n in sorted(counts.items()):
+        print(f"  folded {label}: {n}")
+    save_safetensors_atomic(folded, dst, metadata={"layerscale_key_format": "layerscale", "folded": "true",
+                                                   "converted_from": report.source,
+                                                   "producer": f"torch-layerscale {__version__}"})
+    print(f"wrote {dst} (safetensors, {len(folded)} tensors; loads into the same model built without LayerScale)")
+    return 0

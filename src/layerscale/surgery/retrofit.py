@@ -1,0 +1,132 @@
+"""Add LayerScale to the residual branches of an existing model that lacks it.
+
+Every residual update ``x + F(x)`` becomes ``x + γ ⊙ F(x)`` (Touvron et al. 2021, CaiT, eq. 1), ``γ`` initialised
+to ``init_value``: with ``init_value=1`` the model computes exactly what it did before (a pretrained model keeps its
+function and gains the scales as new trainable parameters); with a small ε every block starts near the identity.
+The new scales are the only new parameters: ``2 · width`` per block.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..layers.block import Block, ClassAttentionBlock
+from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
+from .fold import scale_modules
+from .peers import loaded_classes
+from .scaled_linear import LayerScaledLinear
+
+__all__ = ["add_layerscale"]
+
+_HF_VIT = "transformers.models.vit.modeling_vit"
+
+_SUPPORTED = ("layerscale Block / ClassAttentionBlock (ViT, CaiT, GPT), timm VisionTransformer blocks, "
+              "Hugging Face ViTLayer (ViTModel, ViTForImageClassification)")
+
+
+def _like(module: nn.Module) -> dict:
+    ref = next(module.parameters(), None)
+    return {} if ref is None else {"device": ref.device, "dtype": ref.dtype}
+
+
+def _our_block(block: Block | ClassAttentionBlock, actions: list[Callable[[float], None]]) -> bool:
+    """Queue a LayerScale for each unscaled branch; return whether the block was recognised."""
+    for i in (1, 2):
+        if getattr(block, f"ls{i}") is not None:
+            continue
+        if i == 1 and getattr(block.attn, "head_scale", None) is not None:
+            continue  # per-head LayerScale already scales the attention branch
+        dim = block.context.dim
+
+        def add(value: float, b=block, name=f"ls{i}", dim=dim) -> None:
+            setattr(b, name, LayerScale(dim, value, **_like(b)))
+
+        actions.append(add)
+    return True
+
+
+def _timm_vit_block(block: nn.Module, actions: list[Callable[[float], None]]) -> bool:
+    for i in (1, 2):
+        if not isinstance(getattr(block, f"ls{i}"), nn.Identity):
+            continue
+        dim = (block.attn.proj if i == 1 else block.mlp.fc2).out_features
+
+        def add(value: float, b=block, name=f"ls{i}", dim=dim) -> None:
+            # key ``ls{i}.gamma``, the same as timm's own LayerScale: a timm checkpoint with init_values loads.
+            setattr(b, name, LayerScale(dim, value, **_like(b)))
+
+        actions.append(add)
+    return True
+
+
+def _hf_vit_layer(path: str, layer: nn.Module, actions: list[Callable[[float], None]]) -> bool:
+    # transformers >= 5: ViTLayer adds both residuals itself, after attention.o_proj and mlp.fc2;
+    # transformers 4: attention.output.dense and output.dense (ViTOutput adds its residual after the dense).
+    candidates = (("attention", "o_proj"), ("mlp", "fc2"), ("attention", "output", "dense"), ("output", "dense"))
+    found = False
+    for names in candidates:
+        parent = layer
+        for name in names[:-1]:
+            parent = getattr(parent, name, None)
+        linear = getattr(parent, names[-1], None) if parent is not None else None
+        if not isinstance(linear, nn.Linear):
+            continue
+        found = True
+        if isinstance(linear, LayerScaledLinear):
+            continue
+
+        def add(value: float, parent=parent, name=names[-1], linear=linear) -> None:
+            setattr(parent, name, LayerScaledLinear.wrap(linear, value))
+
+        actions.append(add)
+    if not found:
+        raise ValueError(f"cannot add LayerScale to {path or '<root>'} ({type(layer).__name__}): found neither "
+                         f"attention.o_proj/mlp.fc2 nor attention.output.dense/output.dense")
+    return True
+
+
+def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace: bool = True) -> nn.Module:
+    """Insert a per-channel LayerScale ``γ = init_value`` on every residual branch of ``model`` that has none.
+
+    Recognised: our blocks built without a scale (``residual="prenorm"`` or ``ls_placement`` other than
+    ``"both"``; the new modules sit in the ``ls1`` / ``ls2`` slots, keys ``ls{i}.gamma``), timm
+    ``VisionTransformer`` blocks without ``init_values`` (``ls1`` / ``ls2`` become :class:`LayerScale`, key
+    ``gamma`` as timm's), and Hugging Face ``ViTLayer`` (the branch's output linear becomes a
+    :class:`LayerScaledLinear`, key ``layer_scale``). ``init_value=None`` takes the CaiT depth rule
+    (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks; ``1.0`` leaves the outputs
+    unchanged exactly. ``inplace=False`` modifies a deep copy. Returns the model.
+
+    Raises ``ValueError`` naming the model's class if no residual block is recognised, or if every recognised
+    branch already has a scale (never a silent no-op).
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"add_layerscale expects an nn.Module, got {type(model).__name__}")
+    if init_value is not None:
+        init_value = check_init_value(init_value)
+    target = model if inplace else copy.deepcopy(model)
+    timm_blocks = loaded_classes("timm.models.vision_transformer", "Block")
+    hf_layers = loaded_classes(_HF_VIT, "ViTLayer")
+    actions: list[Callable[[float], None]] = []
+    blocks = 0
+    for path, module in target.named_modules():
+        if isinstance(module, (Block, ClassAttentionBlock)):
+            blocks += _our_block(module, actions)
+        elif type(module) in timm_blocks:
+            blocks += _timm_vit_block(module, actions)
+        elif type(module) in hf_layers:
+            blocks += _hf_vit_layer(path, module, actions)
+    if not blocks:
+        raise ValueError(f"add_layerscale does not recognise the residual blocks of {type(model).__name__}; "
+                         f"supported: {_SUPPORTED}")
+    if not actions:
+        raise ValueError(f"{type(model).__name__} already has LayerScale on every residual branch "
+                         f"({len(scale_modules(target))} scales found); nothing to add")
+    value = init_value if init_value is not None else init_value_for_depth(blocks)
+    with torch.no_grad():
+        for add in actions:
+            add(value)
+    return target
