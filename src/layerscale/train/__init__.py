@@ -1,5 +1,21 @@
-"""Training: optimizer parameter groups (and, with the training extra, the trainer)."""
+"""Training: ``run(config)`` / ``layerscale train`` (config, trainer, schedules, checkpoints, distributed), and the
+optimizer parameter groups.
 
+Extension point for monitors (per-layer statistics, custom logging): subclass :class:`Callback` and pass
+``run(config, callbacks=[...])``; each hook gets the :class:`Trainer`, whose ``log(record)`` writes a line of
+``metrics.jsonl`` (and TensorBoard) on rank 0. The contract is documented in :mod:`layerscale.train.callbacks`.
+"""
+
+from .callbacks import Callback
+from .config import DataConfig, ModelConfig, OptimConfig, RunConfig, TrainConfig
+from .nonfinite import NonFiniteError
 from .param_groups import is_scale_parameter, param_groups
+from .runner import TrainResult, run
+from .schedule import WarmupCosineSchedule, warmup_cosine_lr
+from .trainer import Trainer, TrainState
 
-__all__ = ["is_scale_parameter", "param_groups"]
+__all__ = [
+    "Callback", "DataConfig", "ModelConfig", "NonFiniteError", "OptimConfig", "RunConfig", "TrainConfig",
+    "TrainResult", "TrainState", "Trainer", "WarmupCosineSchedule", "is_scale_parameter", "param_groups", "run",
+    "warmup_cosine_lr",
+]

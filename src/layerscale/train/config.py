@@ -1,0 +1,267 @@
+"""The training configuration: four dataclass sections (model, data, optim, run), validated once, before anything
+is written.
+
+Contract of :meth:`TrainConfig.from_dict`: every key must be known, every value of the declared type (an ``int``
+is accepted where a ``float`` is declared; ``bool`` is never an ``int``), inside its declared range or choices, and
+the cross-field rules hold (``optim.min_lr <= optim.lr``). The first violation raises one ``ValueError`` naming the
+dotted key, the value and what is allowed. The ``model`` section is ``name`` plus any constructor argument of that
+model (checked against :func:`layerscale.models.model_defaults`); ``img_size``, ``in_chans``, ``num_classes`` and
+``vocab_size`` are filled from the dataset when not given. The full reference is ``docs/training.md`` (a test keeps
+it in step with the fields declared here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field
+from types import NoneType, UnionType
+from typing import Any
+
+from ..data.registry import DATASET_NAMES
+
+__all__ = [
+    "SECTIONS",
+    "TEXT_DATASET",
+    "DataConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "RunConfig",
+    "TrainConfig",
+    "iter_fields",
+]
+
+TEXT_DATASET = "text"
+SECTIONS = ("model", "data", "optim", "run")
+
+
+def _key(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
+         high: float | None = None, low_open: bool = False, high_open: bool = False) -> Any:
+    """A config field: its default, one line of help, and what is allowed (choices or a numeric interval)."""
+    meta = {"help": help, "choices": choices, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """``name`` (see ``layerscale models``) and ``options``: constructor overrides passed to ``create_model``.
+
+    In a file the options sit next to ``name`` (``model: {name: vit, depth: 4}``)."""
+
+    name: str = "vit"
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    name: str = _key("digits", "dataset", choices=DATASET_NAMES + (TEXT_DATASET,))
+    path: str | None = _key(None, "data folder (mnist, fashion-mnist [default: the Debian dataset-fashion-mnist "
+                                  "folder], cifar10, cifar100, imagefolder) or text file/folder (text)")
+    img_size: int | None = _key(None, "resize images to img_size x img_size (default: model.img_size if given, "
+                                      "else the dataset's size)", low=1)
+    augment: bool = _key(True, "random crop (and flip where the dataset defaults to it) on the training split")
+    padding: int | None = _key(None, "crop padding in pixels (default: 1/2/4 px at 8/28/32 px, scaled)", low=0)
+    hflip: bool | None = _key(None, "horizontal flips (default: on for cifar10/cifar100/imagefolder only)")
+    test_fraction: float = _key(0.2, "test share for datasets without a split (digits, flat image folder)",
+                                low=0.0, high=1.0, low_open=True, high_open=True)
+    split_seed: int = _key(0, "seed of that split (kept apart from run.seed so runs share one split)", low=0)
+    val_fraction: float = _key(0.1, "text: share of the corpus (its end) held out for evaluation",
+                               low=0.0, high=1.0, low_open=True, high_open=True)
+    block_size: int | None = _key(None, "text: tokens per training window (default: the model's block_size)",
+                                  low=1)
+    batch_size: int = _key(64, "GLOBAL batch size: samples per optimizer step summed over all ranks; each rank "
+                               "takes batch_size / world_size", low=1)
+    eval_batch_size: int | None = _key(None, "global evaluation batch size (default: batch_size)", low=1)
+    num_workers: int = _key(0, "DataLoader worker processes per rank (bit-exact resume needs 0)", low=0)
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    epochs: int = _key(10, "passes over the training split", low=1)
+    max_steps: int = _key(0, "stop after this many optimizer steps (0: epochs x steps per epoch); the schedule "
+                             "ends here", low=0)
+    lr: float = _key(1e-3, "peak learning rate of AdamW", low=0.0, low_open=True)
+    min_lr: float = _key(1e-5, "learning rate at the end of the cosine (<= lr)", low=0.0)
+    warmup_steps: int = _key(0, "linear warmup steps, from lr/warmup_steps up to lr", low=0)
+    weight_decay: float = _key(0.05, "AdamW decoupled weight decay (not applied to scales, norms, biases, "
+                                     "tokens, position embeddings)", low=0.0)
+    decay_scales: bool = _key(False, "also decay the LayerScale-family scales")
+    betas: tuple[float, float] = _key((0.9, 0.999), "AdamW betas, each in [0, 1)", low=0.0, high=1.0,
+                                      high_open=True)
+    eps: float = _key(1e-8, "AdamW epsilon", low=0.0, low_open=True)
+    label_smoothing: float = _key(0.0, "label smoothing of the training loss (evaluation never smooths)",
+                                  low=0.0, high=1.0, high_open=True)
+    grad_clip: float = _key(1.0, "clip the global gradient L2 norm to this (0: no clipping)", low=0.0)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    out_dir: str | None = _key(None, "run directory (default: runs/<model>-<dataset>-<time>); --out overrides")
+    seed: int = _key(0, "seed of model init, data order (seed + epoch) and augmentation (seed + rank)", low=0)
+    device: str = _key("auto", "auto: cuda when available, else cpu", choices=("auto", "cpu", "cuda"))
+    precision: str = _key("fp32", "bf16: autocast the forward to bfloat16", choices=("fp32", "bf16"))
+    deterministic: bool = _key(True, "torch.use_deterministic_algorithms (warn-only on CUDA)")
+    strategy: str = _key("ddp", "under torchrun with more than one process: ddp, or fsdp (FSDP2 fully_shard of "
+                                "every block, then the model)", choices=("ddp", "fsdp"))
+    eval_every_steps: int = _key(0, "also evaluate every N steps (0: only at the end of every epoch)", low=0)
+    eval_batches: int = _key(0, "evaluate on at most this many batches per rank (0: the whole split)", low=0)
+    log_every_steps: int = _key(10, "write a train record (and a progress line) every N steps", low=1)
+    checkpoint_every_steps: int = _key(0, "checkpoint every N steps (0: only at the end); always at the end",
+                                       low=0)
+    keep_checkpoints: int = _key(3, "keep the last k checkpoints", low=1)
+    on_nonfinite: str = _key("stop", "non-finite loss or gradient: stop the run, or skip that step",
+                             choices=("stop", "skip"))
+    tensorboard: bool = _key(False, "also write TensorBoard event files (needs the tb extra)")
+    progress: str = _key("auto", "auto: a tqdm bar on a terminal, log lines otherwise",
+                         choices=("auto", "bar", "log", "none"))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A complete, validated training configuration. Build it with :meth:`from_dict`."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> TrainConfig:
+        """Validate ``raw`` (a mapping of sections) into a config; raises ``ValueError`` on the first bad key."""
+        if not isinstance(raw, dict):
+            raise ValueError(f"a training config must be a mapping of sections {SECTIONS}, got {type(raw).__name__}")
+        unknown = sorted(set(raw) - set(SECTIONS))
+        if unknown:
+            raise ValueError(f"unknown config key {unknown[0]!r}; allowed: {', '.join(SECTIONS)}")
+        for name in SECTIONS:
+            if raw.get(name) is not None and not isinstance(raw[name], dict):
+                raise ValueError(f"config key {name}: expected a mapping, got {raw[name]!r}")
+        config = cls(
+            model=_model_section(raw.get("model") or {}),
+            data=_section(DataConfig, "data", raw.get("data") or {}),
+            optim=_section(OptimConfig, "optim", raw.get("optim") or {}),
+            run=_section(RunConfig, "run", raw.get("run") or {}),
+        )
+        if config.optim.min_lr > config.optim.lr:
+            raise ValueError(f"config key optim.min_lr: {config.optim.min_lr!r} must be <= optim.lr "
+                             f"({config.optim.lr!r})")
+        return config
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (YAML/JSON-ready); ``from_dict(to_dict())`` gives the same config back."""
+        out: dict[str, Any] = {"model": {"name": self.model.name, **self.model.options}}
+        for name in SECTIONS[1:]:
+            section = getattr(self, name)
+            out[name] = {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}
+        return out
+
+
+def iter_fields() -> list[tuple[str, dataclasses.Field, Any]]:
+    """``(dotted key, field, resolved type)`` of every fixed key (for the documentation and its test)."""
+    rows = []
+    for name, cls in (("data", DataConfig), ("optim", OptimConfig), ("run", RunConfig)):
+        hints = typing.get_type_hints(cls)
+        rows.extend((f"{name}.{f.name}", f, hints[f.name]) for f in dataclasses.fields(cls))
+    return rows
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _section(cls: type, section: str, raw: dict[str, Any]) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown config key {section}.{unknown[0]!r}; allowed in {section}: "
+                         f"{', '.join(sorted(fields))}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, value in raw.items():
+        key = f"{section}.{name}"
+        value = _check_type(key, value, hints[name])
+        _check_allowed(key, value, fields[name].metadata)
+        values[name] = value
+    return cls(**values)
+
+
+def _model_section(raw: dict[str, Any]) -> ModelConfig:
+    # Imported here: the registry pulls in every model, which config users that only read files do not need.
+    from ..models.registry import list_models, model_defaults
+
+    name = raw.get("name", ModelConfig.name)
+    if not isinstance(name, str) or name not in list_models():
+        raise ValueError(f"config key model.name: unknown model {name!r}; allowed: {', '.join(list_models())}")
+    defaults = model_defaults(name)
+    options = {k: v for k, v in raw.items() if k != "name"}
+    for key, value in options.items():
+        if key not in defaults:
+            raise ValueError(f"unknown config key model.{key!r} for model {name!r}; allowed: "
+                             f"name, {', '.join(sorted(defaults))}")
+        default = defaults[key]
+        if default is not None:  # the default's type is the declared type; None-defaults are checked by the model
+            options[key] = _check_type(f"model.{key}", value, type(default))
+    return ModelConfig(name=name, options=options)
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if typing.get_origin(tp) is tuple:
+        args = typing.get_args(tp)
+        return f"a list of {len(args)} {_type_name(args[0])}s"
+    return {NoneType: "null", float: "number"}.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _check_type(key: str, value: Any, tp: Any) -> Any:
+    """``value`` converted to ``tp`` where that is lossless (int -> float, list -> tuple), else ``ValueError``."""
+    if isinstance(tp, UnionType):
+        for arg in typing.get_args(tp):
+            try:
+                return _check_type(key, value, arg)
+            except ValueError:
+                continue
+        raise ValueError(f"config key {key}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})")
+    if typing.get_origin(tp) is tuple:
+        args = typing.get_args(tp)
+        if isinstance(value, (list, tuple)) and len(value) == len(args):
+            return tuple(_check_type(f"{key}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args, strict=True)))
+    elif tp is NoneType:
+        if value is None:
+            return None
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is bool or tp is str:
+        if isinstance(value, tp):
+            return value
+    else:
+        return value
+    raise ValueError(f"config key {key}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})")
+
+
+def _describe_range(meta: dict[str, Any]) -> str:
+    low, high = meta["low"], meta["high"]
+    if low is not None and high is not None:
+        return f"in {'(' if meta['low_open'] else '['}{low:g}, {high:g}{')' if meta['high_open'] else ']'}"
+    if low is not None:
+        return f"{'>' if meta['low_open'] else '>='} {low:g}"
+    return f"{'<' if meta['high_open'] else '<='} {high:g}"
+
+
+def _check_allowed(key: str, value: Any, meta: dict[str, Any]) -> None:
+    if value is None:
+        return
+    if meta.get("choices") is not None and value not in meta["choices"]:
+        raise ValueError(f"config key {key}: {value!r} is not allowed; allowed: {', '.join(meta['choices'])}")
+    if meta.get("low") is None and meta.get("high") is None:
+        return
+    for item in value if isinstance(value, tuple) else (value,):
+        too_low = meta["low"] is not None and (item <= meta["low"] if meta["low_open"] else item < meta["low"])
+        too_high = meta["high"] is not None and (item >= meta["high"] if meta["high_open"] else item > meta["high"])
+        if too_low or too_high:
+            raise ValueError(f"config key {key}: {_plain(value)!r} is out of range; allowed: {_describe_range(meta)}")

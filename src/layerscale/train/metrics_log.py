@@ -1,0 +1,95 @@
+"""The run's metric stream: ``metrics.jsonl`` (one JSON object per line) and, optionally, TensorBoard.
+
+Every record carries ``step`` and ``split`` (``"train"``, ``"eval"``, or a name a callback chooses, e.g.
+``"diagnostics"``); the trainer adds ``epoch`` and ``time`` (seconds since the run first started, carried across
+resumes). Lines are flushed as they are written, so a killed run leaves whole lines; on resume the file is cut
+back to the records of steps up to the checkpoint's, so that the resumed run's records replace, not repeat, the
+ones written after that checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["METRICS_FILE", "MetricsLog", "read_metrics", "truncate_metrics"]
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def _json_value(value: Any) -> Any:
+    # JSON has no NaN/Infinity; a diverging run's last loss must still be a valid line.
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` file, skipping a last line cut short by a killed process."""
+    records = []
+    path = Path(path)
+    if not path.is_file():
+        return records
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def truncate_metrics(path: str | os.PathLike, last_step: int) -> None:
+    """Rewrite ``path`` (atomically) keeping only records with ``step <= last_step``."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    kept = [r for r in read_metrics(path) if isinstance(r.get("step"), int) and r["step"] <= last_step]
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in kept)
+    os.replace(tmp, path)
+
+
+class MetricsLog:
+    """Appends records to ``run_dir/metrics.jsonl`` and mirrors numeric fields to TensorBoard as
+    ``<split>/<field>``. Inactive (every call a no-op) on ranks other than 0."""
+
+    def __init__(self, run_dir: Path, *, active: bool, tensorboard: bool, first_step: int = 0) -> None:
+        self.active = active
+        self._file = None
+        self._writer = None
+        if not active:
+            return
+        self._file = open(run_dir / METRICS_FILE, "a", encoding="utf-8")  # noqa: SIM115 (open for the run; close())
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # purge_step drops events a killed run wrote after the checkpoint this run resumes from.
+            purge = first_step + 1 if first_step else None
+            self._writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if not self.active:
+            return
+        self._file.write(json.dumps({k: _json_value(v) for k, v in record.items()}) + "\n")
+        self._file.flush()
+        if self._writer is not None:
+            split, step = record.get("split", "train"), record.get("step", 0)
+            for key, value in record.items():
+                if key not in ("step", "epoch", "split", "time") and isinstance(value, (int, float)) \
+                        and not isinstance(value, bool):
+                    self._writer.add_scalar(f"{split}/{key}", value, step)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

@@ -1,0 +1,248 @@
+"""``run(config)``: everything from a config to a finished run directory.
+
+Order matters and is the contract: (1) the config is validated, (2) the data is loaded and the model built for it,
+(3) on resume the checkpoint is read, checked against the model and restored — every user error surfaces in
+these steps, before anything is written; only then (4) rank 0 creates or updates the run directory and (5)
+training starts. A failed start leaves an existing run directory exactly as it was.
+
+Run directory::
+
+    RUN_DIR/config.yaml          the resolved config (every key, defaults filled in)
+    RUN_DIR/metrics.jsonl        one JSON record per line (train / eval / callback records)
+    RUN_DIR/checkpoints/step_N/  model.safetensors + train_state.pt (the last run.keep_checkpoints)
+    RUN_DIR/summary.json         written at the end: final step, metrics, last checkpoint, model name + arguments
+    RUN_DIR/tensorboard/         with run.tensorboard: true
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..models.registry import create_model
+from .callbacks import Callback
+from .checkpoint import (
+    CHECKPOINT_DIR,
+    MODEL_FILE,
+    check_same_architecture,
+    latest_checkpoint,
+    load_checkpoint,
+    remove_stale_temporaries,
+)
+from .config import TrainConfig
+from .config_file import apply_overrides, dump_config, load_config_file
+from .data_setup import load_train_data
+from .distributed import DistContext, barrier, broadcast_object, setup_distributed, teardown_distributed, wrap_model
+from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
+from .trainer import Trainer
+
+__all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "run"]
+
+CONFIG_FILE = "config.yaml"
+SUMMARY_FILE = "summary.json"
+_EXTRA = "pip install 'torch-layerscale[train]'"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a finished run returns: its directory, optimizer steps done, completed epochs, the last evaluation
+    record (``loss``, ``accuracy``, ``perplexity`` for text, ``samples``) and the last checkpoint directory."""
+
+    run_dir: Path
+    step: int
+    epoch: int
+    metrics: dict[str, Any]
+    checkpoint: Path | None
+
+
+def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path]:
+    """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint."""
+    path = Path(resume)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: run directory to resume not found")
+    if (path / MODEL_FILE).is_file() and path.parent.name == CHECKPOINT_DIR:
+        return path.parent.parent, path
+    if not (path / CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"{path / CONFIG_FILE}: not a run directory (no {CONFIG_FILE})")
+    checkpoint = latest_checkpoint(path)
+    if checkpoint is None:
+        raise FileNotFoundError(f"{path / CHECKPOINT_DIR}: no checkpoint to resume from")
+    return path, checkpoint
+
+
+def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
+    if resume_dir is not None:
+        if config is not None:
+            raise ValueError(f"a resumed run uses {resume_dir / CONFIG_FILE}; pass --set key=value to change keys, "
+                             "not --config")
+        return load_config_file(resume_dir / CONFIG_FILE)
+    if config is None:
+        raise ValueError("no config given: pass --config FILE.yaml (or resume a run with --resume RUN_DIR)")
+    if isinstance(config, TrainConfig):
+        return config.to_dict()
+    if isinstance(config, Mapping):
+        return dict(config)
+    if isinstance(config, (str, os.PathLike)):
+        return load_config_file(config)
+    raise ValueError(f"config must be a TrainConfig, a mapping or a file path, got {type(config).__name__}")
+
+
+def _check_extras(config: TrainConfig) -> None:
+    try:
+        import safetensors  # noqa: F401  (checkpoints are safetensors)
+    except ImportError:
+        raise ImportError(f"training writes safetensors checkpoints and needs safetensors: {_EXTRA}") from None
+    if config.run.tensorboard:
+        try:
+            import tensorboard  # noqa: F401
+        except ImportError:
+            raise ImportError("run.tensorboard: true needs tensorboard: pip install 'torch-layerscale[tb]'") from None
+    if config.run.progress == "bar":
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            raise ImportError(f"run.progress: bar needs tqdm: {_EXTRA}") from None
+
+
+def _use_deterministic_algorithms(mode: bool, warn_only: bool) -> None:
+    """``torch.use_deterministic_algorithms`` without its import of ``torch._inductor`` (seconds of start-up) to set
+    a flag only ``torch.compile`` reads; the trainer never compiles. Falls back to the public call."""
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None or "torch._inductor" in sys.modules:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    else:
+        setter(mode, warn_only=warn_only)
+
+
+def _set_determinism(config: TrainConfig, ctx: DistContext) -> None:
+    torch.backends.cudnn.benchmark = False
+    if not config.run.deterministic:
+        return
+    if ctx.device.type == "cuda":
+        # cuBLAS reproducibility needs a fixed workspace; it only takes effect if set before cuBLAS starts,
+        # hence warn-only on CUDA rather than an error from an op without a deterministic kernel.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        _use_deterministic_algorithms(True, warn_only=True)
+    else:
+        _use_deterministic_algorithms(True, warn_only=False)
+
+
+def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
+    if config.run.out_dir is not None:
+        run_dir = Path(config.run.out_dir)
+    else:  # one name for all ranks: rank 0's clock
+        stamp = broadcast_object(time.strftime("%Y%m%d-%H%M%S"), ctx)
+        run_dir = Path("runs") / f"{config.model.name}-{config.data.name}-{stamp}"
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
+                              f"--resume {run_dir} or choose another --out")
+    return run_dir
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = None, *,
+        overrides: Sequence[str] = (), out: str | os.PathLike | None = None,
+        resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = ()) -> TrainResult:
+    """Train from ``config`` (a :class:`TrainConfig`, a mapping of sections, or a YAML/JSON file), with
+    ``overrides`` (``"section.key=value"``), into ``out`` (else ``run.out_dir``, else ``runs/<model>-<data>-<time>``),
+    or continue the run ``resume`` (a run directory: its latest checkpoint; or one checkpoint directory).
+
+    Works the same under ``torchrun`` (every rank calls it; rank 0 writes). Raises ``ValueError``,
+    ``FileNotFoundError``, ``FileExistsError`` or ``ImportError`` for bad input, before writing anything;
+    :class:`~layerscale.train.nonfinite.NonFiniteError` if the run diverges with ``run.on_nonfinite: stop``.
+    """
+    resume_dir, checkpoint = _resolve_resume(resume) if resume is not None else (None, None)
+    raw = apply_overrides(_raw_config(config, resume_dir), list(overrides))
+    cfg = TrainConfig.from_dict(raw)
+    if out is not None and resume_dir is None:
+        cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(out)))
+    if resume_dir is not None:
+        cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(resume_dir)))
+    _check_extras(cfg)
+
+    deterministic_before = (torch.are_deterministic_algorithms_enabled(),
+                            torch.is_deterministic_algorithms_warn_only_enabled())
+    ctx = setup_distributed(cfg.run.device)
+    metrics = None
+    try:
+        if cfg.data.batch_size % ctx.world_size:
+            raise ValueError(f"config key data.batch_size: {cfg.data.batch_size} (the global batch) is not divisible "
+                             f"by the {ctx.world_size} processes; allowed: a multiple of {ctx.world_size}")
+        _set_determinism(cfg, ctx)
+        torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
+        data = load_train_data(cfg)
+        model_args = {**data.model_args, **cfg.model.options}
+        try:
+            model = create_model(cfg.model.name, **model_args)
+        except TypeError as exc:  # a value of the wrong type for an argument whose default is None
+            raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None
+        saved = None
+        if checkpoint is not None:
+            weights, train_state = load_checkpoint(checkpoint)
+            check_same_architecture(checkpoint, weights, model.state_dict())
+            if train_state.get("model") != cfg.model.name:
+                raise ValueError(f"{checkpoint}: checkpoint of model {train_state.get('model')!r}, the config "
+                                 f"builds {cfg.model.name!r}")
+            saved = (weights, train_state)
+        run_dir = resume_dir if resume_dir is not None else _new_run_dir(cfg, ctx)
+        model.to(ctx.device)
+        wrapped = wrap_model(model, ctx, cfg.run.strategy)
+        torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
+        trainer = Trainer(cfg, wrapped, data, ctx, run_dir, callbacks, model_args=model_args)
+        if saved is not None:
+            try:
+                trainer.restore(*saved)
+            except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
+                raise ValueError(f"{checkpoint}: training state does not fit this run "
+                                 f"({str(exc).splitlines()[0]})") from None
+        barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
+        if ctx.is_main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(run_dir)
+            _write_text_atomic(run_dir / CONFIG_FILE, dump_config(cfg.to_dict()))
+            if saved is not None:
+                truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
+            if cfg.run.progress != "none":
+                what = f"resuming {checkpoint} at step {trainer.state.step}" if saved else "run directory"
+                print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
+                      f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
+                      flush=True)
+        barrier(ctx)
+        metrics = MetricsLog(run_dir, active=ctx.is_main, tensorboard=cfg.run.tensorboard,
+                             first_step=trainer.state.step)
+        trainer.metrics = metrics
+        final = trainer.fit()
+        last = latest_checkpoint(run_dir)
+        if ctx.is_main:
+            summary = {"step": trainer.state.step, "epoch": trainer.state.epoch, "metrics": final,
+                       "checkpoint": str(last) if last else None,
+                       "model": {"name": cfg.model.name, "args": model_args}}
+            _write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last)
+    finally:
+        if metrics is not None:
+            metrics.close()
+        teardown_distributed(ctx)
+        _use_deterministic_algorithms(*deterministic_before)

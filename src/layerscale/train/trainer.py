@@ -1,0 +1,384 @@
+"""The training loop: AdamW, per-step warmup + cosine, label smoothing, clipping, optional bf16 autocast,
+evaluation, checkpoints, exact resume, a non-finite guard, and callbacks (see :mod:`layerscale.train.callbacks`).
+
+One optimizer step, on every rank::
+
+    loss = CE_smoothed(model(x), y); loss.backward()            # DDP / FSDP reduce the gradients
+    g = clip_grad_norm_(params, grad_clip)                      # global pre-clip norm
+    all-reduce [loss·n, correct, n, non-finite flag]            # every rank takes the same decision
+    non-finite → locate the first bad block, then stop (raise) or skip the update
+    optimizer.step(); scheduler.step()
+
+Step numbers count optimizer steps done (step 1 is the first). Data order is a function of (seed, epoch), the
+position in the epoch is part of every checkpoint, and the RNG states of all ranks are saved, so a run resumed from
+a checkpoint takes the same steps as one never interrupted (bit for bit on CPU with ``data.num_workers: 0``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+
+from .callbacks import Callback
+from .checkpoint import latest_checkpoint, save_checkpoint
+from .config import TrainConfig
+from .data_setup import TrainData
+from .distributed import (
+    DistContext,
+    all_gather_objects,
+    all_reduce,
+    barrier,
+    full_state_dicts,
+    load_full_state_dicts,
+    unwrap_model,
+)
+from .metrics_log import MetricsLog
+from .nonfinite import NonFiniteError, locate_nonfinite
+from .optimizer import build_optimizer
+from .progress import Progress
+from .rng import capture_rng_state, restore_rng_state
+from .samplers import EpochShardSampler, EvalShardSampler
+from .schedule import WarmupCosineSchedule
+
+__all__ = ["TrainState", "Trainer"]
+
+
+@dataclass
+class TrainState:
+    """Where the run is: ``step`` optimizer steps done, ``batch_in_epoch`` batches of epoch ``epoch`` (0-based)
+    consumed, ``elapsed`` training seconds of earlier processes of this run, ``last_eval`` the latest eval record."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    elapsed: float = 0.0
+    last_eval: dict[str, Any] = field(default_factory=dict)
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+class Trainer:
+    """Trains ``model`` (already wrapped by :func:`~layerscale.train.distributed.wrap_model`) on ``data``.
+
+    Public attributes are the callback contract documented in :mod:`layerscale.train.callbacks`.
+    """
+
+    def __init__(self, config: TrainConfig, model: nn.Module, data: TrainData, ctx: DistContext, run_dir: Path,
+                 callbacks: list[Callback] | tuple[Callback, ...] = (), metrics: MetricsLog | None = None,
+                 model_args: dict[str, Any] | None = None) -> None:
+        self.config, self.ctx, self.run_dir, self.kind = config, ctx, run_dir, data.kind
+        self.model_args = dict(model_args or {})  # create_model(config.model.name, **model_args) rebuilds it
+        self.callbacks = list(callbacks)
+        self.wrapped = model
+        self.model = unwrap_model(model)
+        self.metrics = metrics or MetricsLog(run_dir, active=False, tensorboard=False)
+        self.state = TrainState()
+        self.batch: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.progress: Progress | None = None
+        self._fsdp = ctx.distributed and config.run.strategy == "fsdp"
+        self._autocast = config.run.precision == "bf16"
+
+        d, o, r = config.data, config.optim, config.run
+        self.per_rank_batch = d.batch_size // ctx.world_size
+        self.train_sampler = EpochShardSampler(len(data.train), seed=r.seed, rank=ctx.rank,
+                                               world_size=ctx.world_size, shuffle=True)
+        self.steps_per_epoch = self.train_sampler.per_rank // self.per_rank_batch
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"config key data.batch_size: {d.batch_size} is larger than the training split "
+                             f"({len(data.train)} samples); allowed: at most {len(data.train)}")
+        total = o.epochs * self.steps_per_epoch
+        self.total_steps = min(total, o.max_steps) if o.max_steps else total
+        pin = ctx.device.type == "cuda"
+        self.train_loader = DataLoader(data.train, batch_size=self.per_rank_batch, sampler=self.train_sampler,
+                                       drop_last=True, num_workers=d.num_workers, pin_memory=pin,
+                                       generator=torch.Generator())
+        self.eval_loader = None
+        if data.eval is not None and len(data.eval) > 0:
+            self.eval_sampler = EvalShardSampler(len(data.eval), ctx.rank, ctx.world_size)
+            eval_batch = -(-(d.eval_batch_size or d.batch_size) // ctx.world_size)
+            # Its own generator: iterating a DataLoader draws a seed, which must not come from the global RNG.
+            self.eval_loader = DataLoader(data.eval, batch_size=eval_batch, sampler=self.eval_sampler,
+                                          num_workers=d.num_workers, pin_memory=pin, generator=torch.Generator())
+        self.optimizer = build_optimizer(self.model, o)
+        self.scheduler = WarmupCosineSchedule(self.optimizer, o.warmup_steps, self.total_steps, o.min_lr)
+        self._last_checkpoint_step = -1
+        self._window = torch.zeros(3, dtype=torch.float64, device=ctx.device)  # loss·n, correct, n since last log
+        self._window_start = time.perf_counter()
+        self._grad_norm = float("nan")
+        self._lr = o.lr
+        self._start = time.perf_counter()
+
+    # ----------------------------------------------------------------------------------------------- utilities
+    def log(self, record: dict[str, Any]) -> None:
+        """Write ``record`` to ``metrics.jsonl`` / TensorBoard (rank 0 only); ``step``, ``epoch`` and ``time`` are
+        filled in when absent."""
+        full = {"step": self.state.step, "epoch": self._epoch_progress(), "time": round(self._elapsed(), 3)}
+        full.update(record)
+        self.metrics.write(full)
+
+    def _elapsed(self) -> float:
+        return self.state.elapsed + time.perf_counter() - self._start
+
+    def _epoch_progress(self) -> float:
+        return round(self.state.epoch + self.state.batch_in_epoch / self.steps_per_epoch, 4)
+
+    def _amp(self):
+        if not self._autocast:
+            return nullcontext()
+        return torch.autocast(device_type=self.ctx.device.type, dtype=torch.bfloat16)
+
+    def _flatten(self, logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.kind == "text":  # (B, T, V) next-token logits: every position is one classification
+            return logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
+        return logits, targets
+
+    def _emit(self, text: str) -> None:
+        if not self.ctx.is_main:
+            return
+        if self.progress is not None:
+            self.progress.message(text)
+        elif self.config.run.progress != "none":
+            print(text, flush=True)
+
+    # ------------------------------------------------------------------------------------------------- resume
+    def restore(self, weights: dict[str, torch.Tensor], train_state: dict[str, Any]) -> None:
+        """Continue from a checkpoint read by :func:`~layerscale.train.checkpoint.load_checkpoint`.
+
+        Restores weights, optimizer, scheduler, position and this rank's RNG state (the RNG is only restored when
+        the world size is the one that wrote the checkpoint; otherwise it is reseeded and the run continues
+        without the bit-exactness guarantee). Call it last, right before :meth:`fit`.
+        """
+        load_full_state_dicts(self.wrapped, self.optimizer, weights, train_state["optimizer"], self._fsdp)
+        self.scheduler.load_state_dict(train_state["scheduler"])
+        # The schedule's shape comes from the config (so extending optim.epochs on resume extends the cosine).
+        o = self.config.optim
+        self.scheduler.warmup_steps, self.scheduler.total_steps, self.scheduler.min_lr = (
+            o.warmup_steps, self.total_steps, o.min_lr)
+        self.scheduler.base_lrs = [o.lr] * len(self.optimizer.param_groups)
+        for group, lr in zip(self.optimizer.param_groups, self.scheduler.get_lr(), strict=True):
+            group["lr"] = lr
+        self.state = TrainState(int(train_state["step"]), int(train_state["epoch"]),
+                                int(train_state["batch_in_epoch"]), float(train_state.get("elapsed", 0.0)),
+                                dict(train_state.get("last_eval", {})))
+        self._last_checkpoint_step = self.state.step
+        rng = train_state["rng"]
+        if len(rng) == self.ctx.world_size:
+            restore_rng_state(rng[self.ctx.rank], self.ctx.device)
+        else:
+            torch.manual_seed(self.config.run.seed + self.ctx.rank + 7919 * self.state.step)
+            self._emit(f"warning: the checkpoint was written by {len(rng)} process(es), this run has "
+                       f"{self.ctx.world_size}: random augmentation / dropout streams are reseeded")
+
+    # ------------------------------------------------------------------------------------------------ training
+    def fit(self) -> dict[str, Any]:
+        """Train to ``total_steps``; returns the last evaluation record (empty without an eval split)."""
+        run = self.config.run
+        self.progress = Progress(self.total_steps, self.state.step, run.progress, self.ctx.is_main,
+                                 unit="step")
+        self._start = time.perf_counter()
+        self._window_start = self._start
+        for cb in self.callbacks:
+            cb.on_train_start(self)
+        try:
+            while self.state.step < self.total_steps:
+                self._run_epoch()
+            if self._last_checkpoint_step != self.state.step:
+                self.checkpoint()
+        finally:
+            self.progress.close()
+        for cb in self.callbacks:
+            cb.on_train_end(self)
+        barrier(self.ctx)
+        return dict(self.state.last_eval)
+
+    def _run_epoch(self) -> None:
+        run, state = self.config.run, self.state
+        self.train_sampler.set_epoch(state.epoch, start=state.batch_in_epoch * self.per_rank_batch)
+        self.train_loader.generator.manual_seed(run.seed + state.epoch)  # worker seeds, when there are workers
+        for x, y in self.train_loader:
+            if state.step >= self.total_steps:
+                return
+            x = x.to(self.ctx.device, non_blocking=True)
+            y = y.to(self.ctx.device, non_blocking=True)
+            self.batch = (x, y)
+            applied = self._train_step(x, y)
+            state.step += 1
+            state.batch_in_epoch += 1
+            if state.batch_in_epoch == self.steps_per_epoch:
+                state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+                end_of_epoch = True
+            else:
+                end_of_epoch = False
+            if applied:
+                for cb in self.callbacks:
+                    cb.on_step_end(self, state.step)
+            last = state.step == self.total_steps
+            self.progress.update(state.step)
+            if state.step % run.log_every_steps == 0 or last:
+                self._log_train()
+            if end_of_epoch or last or (run.eval_every_steps and state.step % run.eval_every_steps == 0):
+                self.evaluate()
+            if run.checkpoint_every_steps and state.step % run.checkpoint_every_steps == 0:
+                self.checkpoint()
+
+    def _train_step(self, x: torch.Tensor, y: torch.Tensor) -> bool:
+        """One optimizer step; ``False`` when it was skipped as non-finite (``on_nonfinite: skip``)."""
+        o = self.config.optim
+        self.wrapped.train()
+        rng_before = capture_rng_state(self.ctx.device)
+        with self._amp():
+            logits = self.wrapped(x)
+        flat_logits, flat_y = self._flatten(logits, y)
+        loss = F.cross_entropy(flat_logits.float(), flat_y, label_smoothing=o.label_smoothing)
+        loss.backward()
+        max_norm = o.grad_clip if o.grad_clip > 0 else math.inf
+        grad_norm = _full(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
+        with torch.no_grad():
+            n = flat_y.numel()
+            correct = (flat_logits.argmax(-1) == flat_y).sum()
+            bad = (~torch.isfinite(loss.detach())) | (~torch.isfinite(grad_norm.detach()))
+            stats = torch.stack([loss.detach().double() * n, correct.double(),
+                                 torch.tensor(float(n), dtype=torch.float64, device=loss.device), bad.double()])
+        all_reduce(stats, self.ctx)
+        if stats[3].item() > 0:
+            self._handle_nonfinite(x, rng_before, loss.detach(), grad_norm.detach())
+            self.optimizer.zero_grad(set_to_none=True)
+            self.scheduler.step()
+            return False
+        self._lr = self.optimizer.param_groups[0]["lr"]
+        self._grad_norm = float(grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self._window += stats[:3]
+        return True
+
+    def _handle_nonfinite(self, x: torch.Tensor, rng_before: dict[str, Any], loss: torch.Tensor,
+                          grad_norm: torch.Tensor) -> None:
+        step = self.state.step + 1
+        what = "loss" if not bool(torch.isfinite(loss)) else "gradient norm"
+        devices = [self.ctx.device] if self.ctx.device.type == "cuda" else []
+
+        def replay() -> None:  # the same forward: same weights, same dropout / drop-path draws
+            with torch.random.fork_rng(devices=devices):
+                restore_rng_state(rng_before, self.ctx.device)
+                with self._amp():
+                    (self.wrapped if self._fsdp else self.model)(x)
+
+        report = locate_nonfinite(self.model, replay)
+        reports = all_gather_objects((report.block_index, report.text), self.ctx)
+        located = [r for r in reports if r[0] is not None]
+        text = min(located)[1] if located else reports[0][1]
+        ranks = "" if not self.ctx.distributed else f" on {sum(1 for r in reports if r[0] is not None)} rank(s)"
+        message = f"non-finite {what} at step {step} (epoch {self.state.epoch + 1}){ranks}: {text}"
+        self.log({"step": step, "split": "train", "event": "nonfinite", "loss": float(loss),
+                  "grad_norm": float(grad_norm), "action": self.config.run.on_nonfinite, "detail": text})
+        if self.config.run.on_nonfinite == "skip":
+            self._emit(f"{message}; step skipped")
+            return
+        last = latest_checkpoint(self.run_dir)
+        raise NonFiniteError(f"{message}; run stopped (run.on_nonfinite: stop); last good checkpoint: "
+                             f"{last if last is not None else 'none written yet'}")
+
+    def _log_train(self) -> None:
+        window = self._window.clone()
+        self._window.zero_()
+        now = time.perf_counter()
+        seconds, self._window_start = now - self._window_start, now
+        if window[2] == 0:
+            return
+        loss, count = (window[0] / window[2]).item(), window[2].item()
+        record = {"split": "train", "loss": loss, "accuracy": (window[1] / window[2]).item(), "lr": self._lr,
+                  "grad_norm": self._grad_norm, "throughput": count / max(seconds, 1e-9)}
+        self.log(record)
+        shown = {"loss": loss, "acc": record["accuracy"], "lr": self._lr,
+                 ("tok/s" if self.kind == "text" else "img/s"): round(record["throughput"])}
+        if self.progress.mode == "bar":
+            self.progress.update(self.state.step, shown)
+        else:
+            self.progress.update(self.state.step, shown, log_line=True)
+
+    # --------------------------------------------------------------------------------------------- evaluation
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, Any]:
+        """Loss (no smoothing), accuracy and, for text, perplexity over the eval split, reduced over ranks
+        (each sample counted once); logged as a ``split: eval`` record and returned."""
+        if self.eval_loader is None:
+            return {}
+        model = self.wrapped if self._fsdp else self.model  # DDP's forward would sync buffers: use the module
+        model.eval()
+        sums = torch.zeros(3, dtype=torch.float64, device=self.ctx.device)
+        seen, limit = 0, self.config.run.eval_batches
+        for i, (x, y) in enumerate(self.eval_loader):
+            if limit and i >= limit:
+                break
+            x, y = x.to(self.ctx.device, non_blocking=True), y.to(self.ctx.device, non_blocking=True)
+            with self._amp():
+                logits = model(x)
+            valid = max(0, min(len(y), self.eval_sampler.num_valid - seen))  # padding (equal batch counts) last
+            seen += len(y)
+            logits, y = self._flatten(logits[:valid], y[:valid])
+            sums[0] += F.cross_entropy(logits.float(), y, reduction="sum").double()
+            sums[1] += (logits.argmax(-1) == y).sum().double()
+            sums[2] += y.numel()
+        model.train()
+        all_reduce(sums, self.ctx)
+        loss = (sums[0] / sums[2]).item() if sums[2] > 0 else float("nan")
+        record: dict[str, Any] = {"split": "eval", "loss": loss,
+                                  "accuracy": (sums[1] / sums[2]).item() if sums[2] > 0 else float("nan")}
+        if self.kind == "text":
+            record["perplexity"] = math.exp(min(loss, 700.0))
+        record["samples"] = int(sums[2].item())
+        self.log(record)
+        self.state.last_eval = {"step": self.state.step, **record}
+        shown = {k: v for k, v in record.items() if k in ("loss", "accuracy", "perplexity")}
+        self._emit(f"eval  step {self.state.step}  epoch {self._epoch_progress():g}  "
+                   + "  ".join(f"{k} {v:.4f}" for k, v in shown.items()))
+        for cb in self.callbacks:
+            cb.on_eval_end(self, self.state.step, record)
+        return record
+
+    # -------------------------------------------------------------------------------------------- checkpoints
+    def checkpoint(self) -> Path | None:
+        """Write a checkpoint of the current step (rank 0 writes; a collective under FSDP). Raises
+        :class:`NonFiniteError` instead if a weight is not finite, leaving earlier checkpoints untouched."""
+        step = self.state.step
+        bad = next((name for name, p in self.model.named_parameters()
+                    if not bool(torch.isfinite(_local(p.detach())).all())), None)
+        flags = torch.tensor([0.0 if bad is None else 1.0], device=self.ctx.device)
+        all_reduce(flags, self.ctx, op="max")
+        if flags.item() > 0:
+            last = latest_checkpoint(self.run_dir)
+            raise NonFiniteError(f"weights are non-finite after step {step} ({bad or 'on another rank'}); not "
+                                 f"checkpointed; last good checkpoint: {last if last is not None else 'none'}")
+        weights, optim_state = full_state_dicts(self.wrapped, self.optimizer, self.ctx, self._fsdp)
+        rng = all_gather_objects(capture_rng_state(self.ctx.device), self.ctx)
+        path = None
+        if self.ctx.is_main:
+            train_state = {
+                "step": step, "epoch": self.state.epoch, "batch_in_epoch": self.state.batch_in_epoch,
+                "elapsed": self._elapsed(), "last_eval": self.state.last_eval, "world_size": self.ctx.world_size,
+                "model": self.config.model.name, "model_args": self.model_args, "total_steps": self.total_steps,
+                "optimizer": optim_state, "scheduler": self.scheduler.state_dict(), "rng": rng,
+            }
+            path = save_checkpoint(self.run_dir, step, weights, train_state, self.config.run.keep_checkpoints)
+        barrier(self.ctx)
+        self._last_checkpoint_step = step
+        for cb in self.callbacks:
+            cb.on_checkpoint(self, step, path)
+        return path
