@@ -63,7 +63,9 @@ class Recorder(Callback):
 
 def test_callbacks_are_called_and_their_records_join_the_metrics(tmp_path):
     recorder = Recorder()
-    run(tiny_config(optim={"max_steps": 4}), out=tmp_path / "run", callbacks=[recorder])
+    config = tiny_config(optim={"max_steps": 4})
+    config["diagnostics"] = {"enabled": False}  # only the recorder's own "diagnostics" records
+    run(config, out=tmp_path / "run", callbacks=[recorder])
     assert recorder.calls == [("start", 0), ("step", 1), ("step", 2), ("step", 3), ("step", 4), ("eval", 4, "eval"),
                               ("checkpoint", 4, "step_00000004"), ("end", 4)]
     diagnostics = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["split"] == "diagnostics"]

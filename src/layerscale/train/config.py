@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 TEXT_DATASET = "text"
-SECTIONS = ("model", "data", "optim", "run")
+SECTIONS = ("model", "data", "optim", "run", "diagnostics")
 
 
 def _key(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
@@ -118,6 +118,22 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class DiagnosticsConfig:
+    """The per-layer monitor (``layerscale.diagnostics``, see ``docs/diagnostics.md``)."""
+
+    enabled: bool = _key(True, "record per-block scales, branch/stream ratios, stream RMS, gradient norms and "
+                               "update ratios into metrics.jsonl")
+    every: int = _key(50, "record every N optimizer steps (and step 1)", low=1)
+    ratio_max: float = _key(10.0, "warn when a branch-to-stream ratio exceeds this (0: off)", low=0.0)
+    ratio_growth: float = _key(10.0, "warn when a ratio grows by more than this factor between records (0: off)",
+                               low=0.0)
+    ratio_growth_min: float = _key(0.1, "...but only once the ratio is at least this", low=0.0)
+    scale_collapse: float = _key(0.1, "warn when mean|gamma| falls below this fraction of its initial value "
+                                      "(0: off)", low=0.0)
+    track_updates: bool = _key(True, "measure the update-to-weight ratio (one weight copy on recorded steps)")
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """A complete, validated training configuration. Build it with :meth:`from_dict`."""
 
@@ -125,6 +141,7 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
 
     @classmethod
     def from_dict(cls, raw: Any) -> TrainConfig:
@@ -142,6 +159,7 @@ class TrainConfig:
             data=_section(DataConfig, "data", raw.get("data") or {}),
             optim=_section(OptimConfig, "optim", raw.get("optim") or {}),
             run=_section(RunConfig, "run", raw.get("run") or {}),
+            diagnostics=_section(DiagnosticsConfig, "diagnostics", raw.get("diagnostics") or {}),
         )
         if config.optim.min_lr > config.optim.lr:
             raise ValueError(f"config key optim.min_lr: {config.optim.min_lr!r} must be <= optim.lr "
@@ -160,7 +178,8 @@ class TrainConfig:
 def iter_fields() -> list[tuple[str, dataclasses.Field, Any]]:
     """``(dotted key, field, resolved type)`` of every fixed key (for the documentation and its test)."""
     rows = []
-    for name, cls in (("data", DataConfig), ("optim", OptimConfig), ("run", RunConfig)):
+    for name, cls in (("data", DataConfig), ("optim", OptimConfig), ("run", RunConfig),
+                      ("diagnostics", DiagnosticsConfig)):
         hints = typing.get_type_hints(cls)
         rows.extend((f"{name}.{f.name}", f, hints[f.name]) for f in dataclasses.fields(cls))
     return rows

@@ -210,7 +210,12 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         model.to(ctx.device)
         wrapped = wrap_model(model, ctx, cfg.run.strategy)
         torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
-        trainer = Trainer(cfg, wrapped, data, ctx, run_dir, callbacks, model_args=model_args)
+        # Imported here: diagnostics builds on the trainer's callback API (no import cycle at module load).
+        from ..diagnostics.callback import DiagnosticsCallback
+
+        monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics))
+        trainer = Trainer(cfg, wrapped, data, ctx, run_dir, [*callbacks, *([monitor] if monitor else [])],
+                          model_args=model_args)
         if saved is not None:
             try:
                 trainer.restore(*saved)

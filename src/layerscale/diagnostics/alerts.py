@@ -1,0 +1,106 @@
+"""Warnings raised from diagnostics records: a branch ratio that explodes, a scale that collapses toward zero.
+
+Three conditions, each checked per block and branch on every record (thresholds in :class:`AlertThresholds`):
+
+* ``ratio_explosion``: ``r = ‖s‖/‖x‖ > ratio_max`` or ``r`` is not finite — the branch overwhelms the stream;
+* ``ratio_growth``: ``r_t / r_prev > ratio_growth`` between two consecutive records of the same branch while
+  ``r_t ≥ ratio_growth_min`` (a LayerScale branch starting at ε = 1e-6 legitimately grows by decades while it is
+  still negligible; that is the method working, not an explosion);
+* ``scale_collapse``: ``mean|γ| < scale_collapse · mean|γ_init|`` — the scale shrinks toward zero and switches the
+  branch off (skipped when the reference ``mean|γ_init|`` is 0, e.g. ReZero, whose α starts at exactly 0).
+
+An alert is reported once when its condition becomes true and again only after the condition has cleared, so a
+run that stays in a bad state does not flood the log. Each alert is a Python ``logging`` warning on the
+``layerscale.diagnostics`` logger and a JSONL event ``{"split": "diagnostics_warning", ...}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+__all__ = ["AlertThresholds", "AlertTracker", "LOGGER_NAME", "WARNING_SPLIT"]
+
+LOGGER_NAME = "layerscale.diagnostics"
+#: The ``split`` of a warning event in ``metrics.jsonl``.
+WARNING_SPLIT = "diagnostics_warning"
+_log = logging.getLogger(LOGGER_NAME)
+
+
+@dataclass(frozen=True)
+class AlertThresholds:
+    """``ratio_max``: largest acceptable branch-to-stream ratio; ``ratio_growth``: largest acceptable factor
+    between two consecutive records, checked only once the ratio is at least ``ratio_growth_min``;
+    ``scale_collapse``: smallest acceptable ``mean|γ| / mean|γ_init|``. A threshold of ``0`` switches its check
+    off."""
+
+    ratio_max: float = 10.0
+    ratio_growth: float = 10.0
+    ratio_growth_min: float = 0.1
+    scale_collapse: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("ratio_max", "ratio_growth", "ratio_growth_min", "scale_collapse"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+                raise ValueError(f"diagnostics threshold {name} must be a number >= 0, got {value!r}")
+
+
+class AlertTracker:
+    """Checks successive records against :class:`AlertThresholds` and remembers which alerts are active.
+
+    ``scale_init`` maps ``(block name, branch)`` to the reference ``mean|γ_init|``.
+    """
+
+    def __init__(self, thresholds: AlertThresholds, scale_init: dict[tuple[str, str], float]) -> None:
+        self.thresholds = thresholds
+        self.scale_init = dict(scale_init)
+        self._previous_ratio: dict[tuple[str, str], float] = {}
+        self._active: set[tuple[str, str, str]] = set()
+
+    def check(self, record: dict) -> list[dict]:
+        """The new alert events for ``record`` (a ``diagnostics`` record), each also logged as a warning."""
+        events = []
+        for block in record["blocks"]:
+            for branch in ("attn", "mlp"):
+                stats = block.get(branch)
+                if stats is None:
+                    continue
+                for kind, value, threshold, message in self._conditions(block["name"], branch, stats):
+                    key = (block["name"], branch, kind)
+                    if message is None:
+                        self._active.discard(key)
+                        continue
+                    if key in self._active:
+                        continue
+                    self._active.add(key)
+                    text = f"step {record['step']}: {block['name']} {branch} branch: {message}"
+                    _log.warning(text)
+                    events.append({"split": WARNING_SPLIT, "step": record["step"], "block": block["name"],
+                                   "branch": branch, "kind": kind, "value": value, "threshold": threshold,
+                                   "message": text})
+        return events
+
+    def _conditions(self, block: str, branch: str, stats: dict):
+        """Yield ``(kind, value, threshold, message or None when the condition does not hold)``."""
+        th = self.thresholds
+        ratio = stats.get("ratio")
+        if ratio is not None:
+            bad = not math.isfinite(ratio) or (th.ratio_max > 0 and ratio > th.ratio_max)
+            yield ("ratio_explosion", ratio, th.ratio_max,
+                   f"branch-to-stream ratio {ratio:.4g} exceeds {th.ratio_max:g}" if bad else None)
+            previous = self._previous_ratio.get((block, branch))
+            grew = (previous is not None and previous > 0 and math.isfinite(ratio) and th.ratio_growth > 0
+                    and ratio >= th.ratio_growth_min and ratio / previous > th.ratio_growth)
+            yield ("ratio_growth", ratio, th.ratio_growth,
+                   f"branch-to-stream ratio grew x{ratio / previous:.3g} since the last record "
+                   f"({previous:.4g} -> {ratio:.4g}; limit x{th.ratio_growth:g})" if grew else None)
+            self._previous_ratio[(block, branch)] = ratio
+        scale = stats.get("scale_mean")
+        init = self.scale_init.get((block, branch))
+        if scale is not None and init and th.scale_collapse > 0:
+            collapsed = scale < th.scale_collapse * init
+            yield ("scale_collapse", scale, th.scale_collapse * init,
+                   f"scale mean|gamma| {scale:.3g} fell below {th.scale_collapse:g} x its initial {init:.3g}"
+                   if collapsed else None)

@@ -1,0 +1,113 @@
+"""The monitor inside ``layerscale train``: a trainer :class:`~layerscale.train.callbacks.Callback`.
+
+The trainer's callbacks run after an optimizer step, when the gradients are already zeroed, so the callback
+wires :class:`LayerScaleMonitor` to the step through hooks that need no change in the trainer:
+
+* a forward pre-hook on the model opens step ``s = trainer.state.step + 1`` before its training forward when
+  ``s`` is monitored (``s % every == 0``, and ``s = 1``, the forward at initialisation); evaluation forwards
+  (model in eval mode) are ignored;
+* an optimizer step pre-hook reads the gradient norms (after the trainer's clipping; these are what the
+  optimizer applies);
+* an optimizer step post-hook measures the update ratios and writes the record with ``trainer.log`` (rank 0
+  writes ``metrics.jsonl``) and, with ``run.tensorboard``, scalars to ``RUN_DIR/tensorboard``.
+
+A step skipped as non-finite never reaches the optimizer: its record (forward statistics only) is written when
+the next step opens, which helps find the block that diverged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..train.callbacks import Callback
+from .alerts import AlertThresholds
+from .monitor import LayerScaleMonitor
+from .records import json_safe, tensorboard_scalars
+
+__all__ = ["DiagnosticsCallback"]
+
+
+class DiagnosticsCallback(Callback):
+    """Records per-block diagnostics every ``every`` optimizer steps of a :class:`~layerscale.train.Trainer` run.
+
+    ``thresholds`` configures the warnings; ``track_updates`` the update-to-weight ratio (one weight copy on
+    monitored steps). Build it from a config section with :meth:`from_settings`.
+    """
+
+    def __init__(self, every: int = 50, thresholds: AlertThresholds | None = None, track_updates: bool = True):
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"diagnostics every must be a positive int (record every k steps), got {every!r}")
+        self.every = every
+        self.thresholds = thresholds or AlertThresholds()
+        self.track_updates = track_updates
+        self.monitor: LayerScaleMonitor | None = None
+        self._trainer = None
+        self._handles: list[Any] = []
+        self._writer = None
+
+    @classmethod
+    def from_settings(cls, section: Any) -> DiagnosticsCallback | None:
+        """From an object or mapping with ``enabled``, ``every`` and optionally ``ratio_max``, ``ratio_growth``,
+        ``ratio_growth_min``, ``scale_collapse``, ``track_updates`` (the ``diagnostics:`` config section);
+        ``None`` when ``enabled`` is false."""
+        get = section.get if isinstance(section, dict) else (lambda key, default=None: getattr(section, key, default))
+        if not get("enabled", True):
+            return None
+        defaults = AlertThresholds()
+        thresholds = AlertThresholds(**{name: get(name, getattr(defaults, name))
+                                        for name in ("ratio_max", "ratio_growth", "ratio_growth_min",
+                                                     "scale_collapse")})
+        return cls(every=get("every", 50), thresholds=thresholds, track_updates=get("track_updates", True))
+
+    # ---- trainer hooks --------------------------------------------------------------------------------------
+
+    def on_train_start(self, trainer) -> None:
+        self._remove_hooks()
+        self._trainer = trainer
+        is_main = trainer.ctx.is_main
+        self.monitor = LayerScaleMonitor(trainer.model, every=self.every, log_fn=self._log,
+                                         thresholds=self.thresholds, track_updates=self.track_updates,
+                                         warn=is_main)
+        self._handles = [
+            trainer.model.register_forward_pre_hook(self._open_step),
+            trainer.optimizer.register_step_pre_hook(lambda *_: self.monitor.after_backward()),
+            trainer.optimizer.register_step_post_hook(lambda *_: self.monitor.after_optimizer_step()),
+        ]
+        if is_main and trainer.config.run.tensorboard:
+            from torch.utils.tensorboard import SummaryWriter  # the runner already checked the tb extra
+
+            first = trainer.state.step
+            self._writer = SummaryWriter(str(trainer.run_dir / "tensorboard"), filename_suffix=".diagnostics",
+                                         purge_step=first + 1 if first else None)
+
+    def on_train_end(self, trainer) -> None:
+        if self.monitor is not None:
+            self.monitor.end_step()
+        self._remove_hooks()
+
+    # ---- internals ------------------------------------------------------------------------------------------
+
+    def _open_step(self, module, args) -> None:
+        if not module.training:
+            return
+        step = self._trainer.state.step + 1
+        if self.monitor.active and self.monitor.current_step == step:
+            return  # a second forward of the same step (e.g. the non-finite replay): keep pooling
+        self.monitor.begin_step(step, force=step == 1)
+
+    def _log(self, record: dict) -> None:
+        self._trainer.log(json_safe(record))
+        if self._writer is not None and record.get("split") == "diagnostics":
+            for tag, value in tensorboard_scalars(record).items():
+                self._writer.add_scalar(tag, value, record["step"])
+            self._writer.flush()
+
+    def _remove_hooks(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

@@ -1,0 +1,187 @@
+"""Find the transformer blocks of any model and, for each residual branch, where to observe it with hooks.
+
+For a block with residual branches ``x ← x + s_i`` (``s_i = γ_i ⊙ F_i(norm_i(x))`` for LayerScale), the monitor
+needs, per branch ``i``: the **scaled branch output** ``s_i`` (before stochastic depth), the **stream entering the
+branch** ``x``, and the **scale** ``γ_i`` if there is one. Nothing in the model is changed: each of these is read
+by a forward hook on an existing sub-module. Recognised block layouts (tried in this order):
+
+* ours (:class:`~layerscale.layers.Block`, :class:`~layerscale.layers.ClassAttentionBlock`): the block fuses the
+  update into ``ls{i}.add_to(x, y, mask)`` and never calls ``ls{i}(y)``, so ``s_i`` is the output of
+  ``out_norm{i}`` (when present, else of ``attn`` / ``mlp``) multiplied by ``ls{i}.gamma`` — exact for the
+  per-channel and scalar forms. A scale module without ``add_to`` is called by the block, so its own output is
+  ``s_i``. The per-head form (``attn.head_scale``) acts inside attention: the attention output already is ``s_1``.
+* Hugging Face DINOv2-style layers (``layer_scale1.lambda1``): ``s_i`` is the output of ``layer_scale{i}``.
+* timm ViT-style blocks (``ls1``/``ls2`` modules, :class:`timm.layers.LayerScale` or ``nn.Identity``): ``s_i`` is
+  the output of ``ls{i}``.
+* timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
+
+The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
+update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
+the method has no input norm).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..layers.block import _ResidualBranches
+
+__all__ = ["BranchProbe", "BlockProbe", "find_blocks", "BRANCHES"]
+
+BRANCHES = ("attn", "mlp")
+
+
+@dataclass
+class BranchProbe:
+    """Where to observe one residual branch.
+
+    ``output_module``'s forward output, multiplied by ``output_gain()`` when that is given, is the scaled branch
+    output ``s``. ``stream_module``'s first input is the stream entering the branch; ``None`` means the block's own
+    stream argument. ``scale`` is the learnable scale (``None`` when the branch has none) and ``scale_kind`` one of
+    ``"channel"``, ``"scalar"``, ``"head"`` or ``None``; ``scale_init`` the value it was built with when known.
+    """
+
+    name: str
+    output_module: nn.Module
+    output_gain: Callable[[], torch.Tensor] | None
+    stream_module: nn.Module | None
+    scale: torch.Tensor | None
+    scale_kind: str | None
+    scale_init: float | None = None
+
+
+@dataclass
+class BlockProbe:
+    """One residual block: its qualified name, module, where its stream argument is, and its two branches."""
+
+    name: str
+    module: nn.Module
+    stream_arg: int | str
+    branches: tuple[BranchProbe, ...] = field(default_factory=tuple)
+
+
+def _scale_kind(gamma: torch.Tensor) -> str:
+    return "scalar" if gamma.numel() == 1 else "channel"
+
+
+def _init_of(module: nn.Module | None) -> float | None:
+    for attr in ("init_value", "init_values"):  # ours, timm's LayerScale
+        value = getattr(module, attr, None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _stream_arg(block: nn.Module) -> int | str:
+    """``"x_cls"`` when the block's forward takes a class-token stream separately (class attention), else ``0``."""
+    try:
+        params = inspect.signature(block.forward).parameters
+    except (TypeError, ValueError):
+        return 0
+    return "x_cls" if "x_cls" in params else 0
+
+
+def _ours(name: str, block: nn.Module) -> BlockProbe | None:
+    if not isinstance(block, _ResidualBranches):
+        return None
+    branches = []
+    for i, branch in enumerate(BRANCHES, start=1):
+        fn = getattr(block, branch)
+        out_norm, scale, norm = (getattr(block, f"{slot}{i}") for slot in ("out_norm", "ls", "norm"))
+        head = getattr(fn, "head_scale", None) if branch == "attn" else None
+        # Branch 1's stream is the block's own argument (in class attention norm1 sees [cls; patches] instead).
+        stream_module = None if i == 1 else (norm if norm is not None else fn)
+        y_module = out_norm if out_norm is not None else fn
+        if scale is not None and hasattr(scale, "add_to"):
+            gamma = scale.gamma
+            # The factor is read at hook time: under FSDP2 the module then holds the unsharded tensor.
+            probe = BranchProbe(branch, y_module, lambda s=scale: s.gamma, stream_module, gamma, _scale_kind(gamma),
+                                _init_of(scale))
+        elif scale is not None:
+            gamma = getattr(scale, "gamma", None)
+            probe = BranchProbe(branch, scale, None, stream_module, gamma,
+                                None if gamma is None else _scale_kind(gamma), _init_of(scale))
+        elif head is not None:
+            probe = BranchProbe(branch, y_module, None, stream_module, head.gamma, "head", _init_of(head))
+        else:
+            probe = BranchProbe(branch, y_module, None, stream_module, None, None)
+        branches.append(probe)
+    return BlockProbe(name, block, _stream_arg(block), tuple(branches))
+
+
+def _hf_layer_scale(name: str, block: nn.Module) -> BlockProbe | None:
+    needed = ("layer_scale1", "layer_scale2", "attention", "mlp", "norm2")
+    if not all(isinstance(getattr(block, a, None), nn.Module) for a in needed):
+        return None
+    branches = []
+    for i, branch in enumerate(BRANCHES, start=1):
+        ls = getattr(block, f"layer_scale{i}")
+        gamma = getattr(ls, "lambda1", None)
+        stream_module = None if i == 1 else block.norm2
+        branches.append(BranchProbe(branch, ls, None, stream_module, gamma,
+                                    None if gamma is None else _scale_kind(gamma), _init_of(ls)))
+    return BlockProbe(name, block, _stream_arg(block), tuple(branches))
+
+
+def _timm_ls_modules(name: str, block: nn.Module) -> BlockProbe | None:
+    needed = ("ls1", "ls2", "attn", "mlp", "norm2")
+    if not all(isinstance(getattr(block, a, None), nn.Module) for a in needed):
+        return None
+    branches = []
+    for i, branch in enumerate(BRANCHES, start=1):
+        ls = getattr(block, f"ls{i}")
+        gamma = getattr(ls, "gamma", None)
+        gamma = gamma if isinstance(gamma, torch.Tensor) else None
+        stream_module = None if i == 1 else block.norm2
+        branches.append(BranchProbe(branch, ls, None, stream_module, gamma,
+                                    None if gamma is None else _scale_kind(gamma), _init_of(ls)))
+    return BlockProbe(name, block, _stream_arg(block), tuple(branches))
+
+
+def _gamma_params(name: str, block: nn.Module) -> BlockProbe | None:
+    if not all(isinstance(getattr(block, a, None), nn.Module) for a in ("attn", "mlp", "norm2")):
+        return None
+    gammas = [getattr(block, f"gamma_{i}", None) for i in (1, 2)]
+    if not all(isinstance(g, nn.Parameter) for g in gammas):
+        return None
+    branches = []
+    for i, (branch, gamma) in enumerate(zip(BRANCHES, gammas), start=1):
+        stream_module = None if i == 1 else block.norm2
+        branches.append(BranchProbe(branch, getattr(block, branch), lambda b=block, i=i: getattr(b, f"gamma_{i}"),
+                                    stream_module, gamma, _scale_kind(gamma)))
+    return BlockProbe(name, block, _stream_arg(block), tuple(branches))
+
+
+_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params)
+
+
+def find_blocks(model: nn.Module) -> list[BlockProbe]:
+    """Every residual block of ``model`` in forward-registration order (outermost match wins; no nesting).
+
+    Raises ``ValueError`` naming the model's class when no known block layout is found.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"expected a torch.nn.Module to monitor, got {type(model).__name__}")
+    found: list[BlockProbe] = []
+    inside: list[str] = []
+    for name, module in model.named_modules():
+        if any(prefix == "" or name.startswith(prefix + ".") for prefix in inside):
+            continue
+        for layout in _LAYOUTS:
+            probe = layout(name, module)
+            if probe is not None:
+                found.append(probe)
+                inside.append(name)
+                break
+    if not found:
+        raise ValueError(
+            f"found no transformer blocks in {type(model).__name__}: expected layerscale Block/ClassAttentionBlock, "
+            f"timm blocks (ls1/ls2 or gamma_1/gamma_2 with attn, mlp, norm2) or Hugging Face layers "
+            f"(layer_scale1/layer_scale2)"
+        )
+    return found

@@ -1,0 +1,60 @@
+"""Diagnostics records as JSON: non-finite numbers written as strings and read back, and flat scalars for TensorBoard.
+
+JSON has no NaN or infinity; like the trainer's metric log, a non-finite float is written as the string
+``"nan"``, ``"inf"`` or ``"-inf"`` (so an exploding run still writes valid lines) and :func:`restore_numbers` turns
+those strings back into floats when the report reads the file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["json_safe", "restore_numbers", "tensorboard_scalars"]
+
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (at any depth of dicts and lists) replaced by its ``str``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def restore_numbers(value: Any) -> Any:
+    """The inverse of :func:`json_safe`: ``"nan"``, ``"inf"``, ``"-inf"`` become floats again, at any depth."""
+    if isinstance(value, str):
+        return _NON_FINITE.get(value, value)
+    if isinstance(value, dict):
+        return {k: restore_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [restore_numbers(v) for v in value]
+    return value
+
+
+# record field -> TensorBoard tag group (one chart group per statistic, one curve per block)
+_BLOCK_FIELDS = {"stream_rms": "diagnostics_stream_rms", "grad_norm": "diagnostics_grad_norm",
+                 "update_ratio": "diagnostics_update_ratio"}
+_BRANCH_FIELDS = {"ratio": "diagnostics_ratio", "scale_mean": "diagnostics_scale_mean"}
+
+
+def tensorboard_scalars(record: dict) -> dict[str, float]:
+    """``{tag: value}`` for a diagnostics record: ``diagnostics_ratio_attn/blocks.3``, ``diagnostics_scale_mean_mlp/…``,
+    ``diagnostics_stream_rms/…``, ``diagnostics_grad_norm/…``, ``diagnostics_update_ratio/…`` (``None`` skipped)."""
+    out: dict[str, float] = {}
+    for block in record["blocks"]:
+        name = block["name"]
+        for field, group in _BLOCK_FIELDS.items():
+            if isinstance(block.get(field), (int, float)):
+                out[f"{group}/{name}"] = float(block[field])
+        for branch in ("attn", "mlp"):
+            stats = block.get(branch) or {}
+            for field, group in _BRANCH_FIELDS.items():
+                if isinstance(stats.get(field), (int, float)):
+                    out[f"{group}_{branch}/{name}"] = float(stats[field])
+    return out

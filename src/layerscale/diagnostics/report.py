@@ -1,0 +1,223 @@
+"""``write_report``: one self-contained HTML file (figures embedded as base64 PNG) for one or several runs.
+
+Layout: a table of the runs (model, method, depth, steps, status, final and best evaluation), notes about partial
+runs, any ``lead_sections`` a caller puts first (a study's accuracy against depth), then one section per figure —
+training curves, the |γ| heatmaps, branch-to-stream ratio against depth, stream RMS / gradient norm / update ratio
+against depth — then the diagnostics warnings, then any ``extra_sections``. Every PNG is also written beside
+the HTML, in ``<stem>_figures/``. Every file is written to a temporary name in its folder and renamed into place.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import plots
+from .run_data import RunData, read_run
+
+__all__ = ["ReportSection", "Report", "standard_sections", "write_report"]
+
+_MAX_WARNINGS_SHOWN = 50
+
+
+@dataclass
+class ReportSection:
+    """One section of the report: a title, an optional matplotlib figure (saved as ``<name>.png``), an
+    explanatory paragraph (plain text) and optional trusted HTML (e.g. a table) shown under it."""
+
+    title: str
+    figure: Any = None
+    text: str = ""
+    html: str = ""
+    name: str | None = None
+
+    @property
+    def file_stem(self) -> str:
+        return self.name or (re.sub(r"[^a-z0-9]+", "_", self.title.lower()).strip("_") or "figure")
+
+
+@dataclass
+class Report:
+    """What :func:`write_report` wrote: the HTML file and each figure's PNG (by section file stem)."""
+
+    html_path: Path
+    figure_paths: dict[str, Path] = field(default_factory=dict)
+    runs: list[RunData] = field(default_factory=list)
+
+
+def standard_sections(runs: Sequence[RunData]) -> list[ReportSection]:
+    """The report's figures for ``runs``, each with a paragraph on how to read it."""
+    runs = list(runs)
+    return [
+        ReportSection(
+            "Training curves", plots.figure_curves(runs),
+            "Loss and accuracy against the optimizer step: training records (averaged over the logging window) "
+            "as solid lines, evaluation on the held-out split as dashed lines with markers. One colour per run.",
+            name="curves"),
+        ReportSection(
+            "LayerScale |γ| per block", plots.figure_scale_heatmaps(runs),
+            "Mean |γ| of each block's scale (rows, block 1 = nearest the input) at each recorded step (columns), "
+            "on one logarithmic colour scale for all panels. LayerScale starts every block at ε and lets "
+            "training grow the blocks it needs: bright rows are blocks the network has switched on, dark rows "
+            "blocks that stay near the identity. Branches without a learnable scale are marked as such.",
+            name="scale_heatmap"),
+        ReportSection(
+            "Branch-to-stream ratio against depth", plots.figure_ratio_vs_depth(runs),
+            "‖γ ⊙ F(x)‖ / ‖x‖ for every block: how large each branch's update is relative to the residual "
+            "stream it is added to, at the start (dotted), middle (dashed) and end (solid) of training. "
+            "A ratio far above 1 means the branch overwrites the stream (the instability LayerScale prevents); "
+            "a flat profile across depth means every block contributes alike.",
+            name="ratio_vs_depth"),
+        ReportSection(
+            "Signal and gradients through depth", plots.figure_signal_vs_depth(runs),
+            "Left: RMS of the residual stream after each block (the forward signal; Pre-LN streams grow with "
+            "depth). Middle: the norm of each block's gradient (the backward signal; vanishing towards the input "
+            "or exploding are both visible here). Right: the relative size of each optimizer update ‖ΔW‖/‖W‖.",
+            name="signal_vs_depth"),
+    ]
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return "–" if value is None else str(value)
+
+
+def _runs_table(runs: Sequence[RunData]) -> str:
+    head = ("run", "model", "method", "depth", "last step", "status", "final eval loss", "final eval accuracy",
+            "best eval accuracy", "warnings")
+    rows = []
+    for run in runs:
+        final = run.eval[-1] if run.eval else {}
+        accuracies = [r["accuracy"] for r in run.eval if isinstance(r.get("accuracy"), (int, float))]
+        cells = (run.name, run.model.get("name", "?"), run.method, run.depth, run.last_step,
+                 "complete" if run.complete else "in progress / stopped", _fmt(final.get("loss")),
+                 _fmt(final.get("accuracy")), _fmt(max(accuracies) if accuracies else None), len(run.warnings))
+        rows.append("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in cells) + "</tr>")
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _notes(runs: Sequence[RunData]) -> str:
+    items = [f"<li><b>{html.escape(run.name)}</b>: {html.escape(note)}</li>" for run in runs for note in run.notes]
+    return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
+
+
+def _warnings_table(runs: Sequence[RunData]) -> str:
+    rows = [(run.name, w) for run in runs for w in run.warnings]
+    if not rows:
+        return "<p>No diagnostics warnings were raised.</p>"
+    shown = rows[:_MAX_WARNINGS_SHOWN]
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in
+                         (name, w.get("step"), w.get("block"), w.get("branch"), w.get("kind"), w.get("value"),
+                          w.get("threshold"))) + "</tr>"
+        for name, w in shown)
+    more = f"<p>… and {len(rows) - len(shown)} more (see metrics.jsonl).</p>" if len(rows) > len(shown) else ""
+    head = "".join(f"<th>{h}</th>" for h in ("run", "step", "block", "branch", "kind", "value", "threshold"))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1240px;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { font-size: 1.7em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+.meta { color: #666; font-size: 0.9em; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.8em 0; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; } th { background: #f3f3f3; }
+img { max-width: 100%; height: auto; display: block; margin: 0.6em 0; border: 1px solid #eee; }
+.notes li { color: #8a5300; }
+"""
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; a report is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _png_bytes(figure, dpi: int) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.PathLike | RunData,
+                 out_path: str | os.PathLike = "report.html", extra_sections: Sequence[ReportSection] = (),
+                 title: str | None = None, dpi: int = 100,
+                 lead_sections: Sequence[ReportSection] = ()) -> Report:
+    """Write the HTML report of ``run_dirs`` (run directories, or :class:`RunData` built by the caller) to
+    ``out_path``: ``lead_sections`` right after the runs table (a study's headline figure), then the standard
+    figures and the warnings, then ``extra_sections``. PNGs also go to ``<out stem>_figures/`` beside it.
+
+    Raises ``FileNotFoundError`` naming a missing run directory or file (``config.yaml``, ``metrics.jsonl``),
+    ``ValueError`` when no run is given or two runs share a name, ``ImportError`` without matplotlib.
+    """
+    if isinstance(run_dirs, (str, os.PathLike, RunData)):
+        run_dirs = [run_dirs]
+    if not run_dirs:
+        raise ValueError("write_report needs at least one run directory")
+    plots.require_matplotlib()
+    runs = [item if isinstance(item, RunData) else read_run(item) for item in run_dirs]
+    names = [run.name for run in runs]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate is not None:
+        raise ValueError(f"two runs are both named {duplicate!r}; the legend could not tell them apart (rename "
+                         f"one directory)")
+    out = Path(out_path)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"report path must end in .html, got {str(out)!r}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figures_dir = out.parent / f"{out.stem}_figures"
+    figures_dir.mkdir(exist_ok=True)
+
+    sections = [*lead_sections, *standard_sections(runs),
+                ReportSection("Diagnostics warnings", html=_warnings_table(runs)), *extra_sections]
+    report = Report(out, runs=runs)
+    blocks = []
+    for section in sections:
+        parts = [f"<h2>{html.escape(section.title)}</h2>"]
+        if section.text:
+            parts.append(f"<p>{html.escape(section.text)}</p>")
+        if section.figure is not None:
+            data = _png_bytes(section.figure, dpi)
+            path = figures_dir / f"{section.file_stem}.png"
+            _write_bytes_atomic(path, data)
+            report.figure_paths[section.file_stem] = path
+            encoded = base64.b64encode(data).decode("ascii")
+            parts.append(f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{encoded}">')
+        if section.html:
+            parts.append(section.html)
+        blocks.append("\n".join(parts))
+
+    title = title or ("Run report: " + ", ".join(names) if len(runs) <= 3 else f"Report of {len(runs)} runs")
+    document = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_CSS}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p class="meta">Generated {time.strftime('%Y-%m-%d %H:%M')} by <code>layerscale report</code>.
+Figures are embedded; the same PNGs are in <code>{html.escape(figures_dir.name)}/</code>.</p>
+<h2>Runs</h2>
+{_runs_table(runs)}
+{_notes(runs)}
+{''.join(blocks)}
+</body></html>
+"""
+    _write_bytes_atomic(out, document.encode("utf-8"))
+    return report

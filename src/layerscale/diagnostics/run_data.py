@@ -1,0 +1,162 @@
+"""Read a run directory (``config.yaml``, ``metrics.jsonl``, ``checkpoints/``, ``summary.json``) for the report.
+
+A run still in progress, or killed, is read as far as it goes: a last ``metrics.jsonl`` line cut short is skipped
+and noted, and a run without ``summary.json`` (written by the trainer at the very end) is marked in progress,
+with its latest checkpoint if any. A directory that is not a run at all raises ``FileNotFoundError`` naming the
+missing file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from .alerts import WARNING_SPLIT
+from .monitor import RECORD_SPLIT
+from .records import restore_numbers
+
+__all__ = ["RunData", "read_run", "CONFIG_FILE", "METRICS_FILE", "SUMMARY_FILE"]
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.jsonl"
+SUMMARY_FILE = "summary.json"
+_CHECKPOINT_RE = re.compile(r"^step_(\d+)$")
+
+
+@dataclass
+class RunData:
+    """One run's records, split by kind, with what the report shows about it.
+
+    ``label`` is the legend entry (``name — method, depth D``); ``complete`` says whether the run finished;
+    ``notes`` lists what is missing or partial. Build one from records directly (no files) with
+    :meth:`from_records`.
+    """
+
+    name: str
+    config: dict[str, Any] = field(default_factory=dict)
+    train: list[dict] = field(default_factory=list)
+    eval: list[dict] = field(default_factory=list)
+    diagnostics: list[dict] = field(default_factory=list)
+    warnings: list[dict] = field(default_factory=list)
+    checkpoints: list[int] = field(default_factory=list)
+    complete: bool = True
+    notes: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+    @classmethod
+    def from_records(cls, name: str, records: Sequence[dict], config: dict[str, Any] | None = None,
+                     complete: bool = True) -> RunData:
+        """Split ``records`` (``metrics.jsonl`` lines as dicts) by their ``split``."""
+        run = cls(name=name, config=dict(config or {}), complete=complete)
+        buckets = {"train": run.train, "eval": run.eval, RECORD_SPLIT: run.diagnostics, WARNING_SPLIT: run.warnings}
+        for record in records:
+            bucket = buckets.get(record.get("split"))
+            if bucket is not None and isinstance(record.get("step"), int):
+                bucket.append(restore_numbers(record))
+        run.diagnostics = [r for r in run.diagnostics if isinstance(r.get("blocks"), list) and r["blocks"]]
+        return run
+
+    @property
+    def model(self) -> dict[str, Any]:
+        model = self.config.get("model")
+        return model if isinstance(model, dict) else {}
+
+    @property
+    def method(self) -> str:
+        """The residual method from the config (the model's default when the config leaves it out)."""
+        return str(self.model.get("residual") or _model_default(self.model.get("name"), "residual") or "?")
+
+    @property
+    def depth(self) -> int | None:
+        """The configured depth, else the model's default, else the number of monitored blocks."""
+        depth = self.model.get("depth") or _model_default(self.model.get("name"), "depth")
+        if isinstance(depth, int):
+            return depth
+        return len(self.diagnostics[0]["blocks"]) if self.diagnostics else None
+
+    @property
+    def label(self) -> str:
+        depth = self.depth
+        return f"{self.name} — {self.method}, depth {depth if depth is not None else '?'}"
+
+    @property
+    def last_step(self) -> int | None:
+        steps = [r["step"] for r in (*self.train, *self.eval, *self.diagnostics)]
+        return max(steps) if steps else None
+
+
+def _model_default(name: Any, key: str) -> Any:
+    if not isinstance(name, str):
+        return None
+    try:
+        from ..models.registry import model_defaults  # lazy: only for labels of runs that omit the key
+
+        return model_defaults(name).get(key)
+    except (ValueError, ImportError):
+        return None
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    try:
+        import yaml
+    except ImportError:
+        yaml = None
+    try:
+        data = yaml.safe_load(text) if yaml is not None else json.loads(text)
+    except Exception as exc:  # yaml.YAMLError or json.JSONDecodeError: the file is damaged
+        if yaml is None:
+            raise ImportError(f"{path}: reading YAML needs pyyaml: pip install 'torch-layerscale[train]'") from None
+        raise ValueError(f"{path}: not a valid config file ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of config sections, got {type(data).__name__}")
+    return data
+
+
+def _read_metrics(path: Path) -> tuple[list[dict], list[str]]:
+    records, notes = [], []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            where = "last line" if number == len(lines) else f"line {number}"
+            notes.append(f"{METRICS_FILE}: {where} is incomplete or damaged and was skipped")
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records, notes
+
+
+def read_run(run_dir: str | Path, name: str | None = None) -> RunData:
+    """Read ``run_dir``. Raises ``FileNotFoundError`` naming the directory, ``config.yaml`` or ``metrics.jsonl``
+    when missing; a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: run directory not found")
+    for required in (CONFIG_FILE, METRICS_FILE):
+        if not (path / required).is_file():
+            raise FileNotFoundError(f"{path / required}: missing; a run directory holds {CONFIG_FILE}, "
+                                    f"{METRICS_FILE} and checkpoints/ (written by layerscale train)")
+    records, notes = _read_metrics(path / METRICS_FILE)
+    run = RunData.from_records(name or path.resolve().name, records, _read_config(path / CONFIG_FILE))
+    run.path = path
+    run.notes.extend(notes)
+    checkpoints = path / "checkpoints"
+    if checkpoints.is_dir():
+        run.checkpoints = sorted(int(m.group(1)) for p in checkpoints.iterdir()
+                                 if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name)))
+    run.complete = (path / SUMMARY_FILE).is_file()
+    if not run.complete:
+        last = run.last_step
+        latest = f"latest checkpoint at step {run.checkpoints[-1]}" if run.checkpoints else "no checkpoint yet"
+        run.notes.append(f"in progress or stopped early (no {SUMMARY_FILE}): records up to step "
+                         f"{last if last is not None else '-'}, {latest}")
+    if not run.diagnostics:
+        run.notes.append("no diagnostics records (diagnostics were off, or none written yet)")
+    return run

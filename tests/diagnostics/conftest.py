@@ -1,0 +1,22 @@
+"""Diagnostics tests run on one thread (tiny models are fastest that way; the machine's cores are shared) and
+share two short real training runs (digits), made once per session."""
+
+import pytest
+import torch
+from diagnostics_helpers import train_tiny
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def trained_runs(tmp_path_factory):
+    """Two finished runs, ``layerscale`` and ``prenorm`` (ViT depth 3 on digits, 6 steps, diagnostics every 2)."""
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("runs")
+    return {residual: train_tiny(root / residual, residual=residual).run_dir for residual in ("layerscale", "prenorm")}
