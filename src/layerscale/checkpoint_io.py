@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+
+from .atomic_io import atomic_path
 
 __all__ = [
     "STATE_DICT_CONTAINERS",
@@ -223,17 +224,6 @@ def save_safetensors_atomic(state_dict: Mapping[str, torch.Tensor], path: str | 
         meta[key] = value
     tensors = _independent_tensors(state_dict)
     st = _require_safetensors()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        st.save_file(tensors, tmp_name, metadata=meta)
-        fd = os.open(tmp_name, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        st.save_file(tensors, str(tmp), metadata=meta)
     return path

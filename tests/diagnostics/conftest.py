@@ -1,17 +1,9 @@
-"""Diagnostics tests run on one thread (tiny models are fastest that way; the machine's cores are shared) and
-share two short real training runs (digits), made once per session."""
+"""Diagnostics tests share two short real training runs (digits), made once per session (one thread: see
+tests/conftest.py)."""
 
 import pytest
 import torch
 from diagnostics_helpers import train_tiny
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="session")

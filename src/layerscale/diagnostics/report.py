@@ -14,12 +14,12 @@ import html
 import io
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..atomic_io import write_bytes_atomic
 from . import plots
 from .run_data import RunData, read_run
 
@@ -138,20 +138,6 @@ img { max-width: 100%; height: auto; display: block; margin: 0.6em 0; border: 1p
 """
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _png_bytes(figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
@@ -198,7 +184,7 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
         if section.figure is not None:
             data = _png_bytes(section.figure, dpi)
             path = figures_dir / f"{section.file_stem}.png"
-            _write_bytes_atomic(path, data)
+            write_bytes_atomic(path, data)
             report.figure_paths[section.file_stem] = path
             encoded = base64.b64encode(data).decode("ascii")
             parts.append(f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{encoded}">')
@@ -219,5 +205,5 @@ Figures are embedded; the same PNGs are in <code>{html.escape(figures_dir.name)}
 {''.join(blocks)}
 </body></html>
 """
-    _write_bytes_atomic(out, document.encode("utf-8"))
+    write_bytes_atomic(out, document.encode("utf-8"))
     return report

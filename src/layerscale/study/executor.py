@@ -12,11 +12,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from pathlib import Path
 
+from ..atomic_io import write_json_atomic
 from ..train.config import TrainConfig
 from .grid import RUNS_DIR, SPEC_FILE, RunSpec, StudySpec
 from .worker import STATUS_FILE
@@ -29,15 +29,6 @@ def default_parallelism(cores: int | None = None) -> tuple[int, int]:
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores), 1
-
-
-def _write_json_atomic(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def _progress(total: int, initial: int, enabled: bool):
@@ -67,7 +58,8 @@ def run_grid(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None 
     runs = spec.runs(study_dir)
     for r in runs:
         TrainConfig.from_dict(r.config)
-    _write_json_atomic(study_dir / SPEC_FILE, spec.to_dict())
+    study_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(study_dir / SPEC_FILE, spec.to_dict())
     (study_dir / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     pending = deque(r for r in runs if not (Path(r.config["run"]["out_dir"]) / STATUS_FILE).is_file())
     done = len(runs) - len(pending)
@@ -109,7 +101,8 @@ def run_grid(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None 
 
 def _start(run: RunSpec, study_dir: Path, threads: int):
     config_path = study_dir / "configs" / f"{run.run_id}.json"
-    _write_json_atomic(config_path, run.config)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(config_path, run.config)
     log_path = study_dir / "logs" / f"{run.run_id}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_file = open(log_path, "a", encoding="utf-8")

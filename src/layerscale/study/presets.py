@@ -40,24 +40,27 @@ PRESETS: dict[str, Preset] = {
               "run": {**_RUN, "checkpoint_every_steps": 60}},
     ),
     "fashion": Preset(
-        "Fashion-MNIST, ViT 28x28 / patch 7 (16 tokens), width 64, 7 methods at depths 12, 24, 48, 2 seeds",
+        "Fashion-MNIST, ViT 28x28 / patch 7 (16 tokens), width 64, 7 methods at depths 12, 24, 48, 2 seeds, "
+        "150 steps of batch 64 each",
         methods=("prenorm", "postnorm", "rezero", "deepnorm", "lns", "layerscale", "layerscale_head"),
         depths=(12, 24, 48), seeds=2,
         base={"model": _vit(patch_size=7, embed_dim=64, num_heads=4),
-              "data": {"name": "fashion-mnist", "batch_size": 128, "augment": False},
-              "optim": {"epochs": 1, "max_steps": 400, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 20,
+              "data": {"name": "fashion-mnist", "batch_size": 64, "eval_batch_size": 256, "augment": False},
+              "optim": {"epochs": 1, "max_steps": 150, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 10,
                         "weight_decay": 0.05},
-              "run": {**_RUN, "checkpoint_every_steps": 100, "eval_every_steps": 100, "eval_batches": 20}},
+              "run": {**_RUN, "checkpoint_every_steps": 50, "eval_every_steps": 75, "eval_batches": 20}},
     ),
     "deep1000": Preset(
-        "1,000-block ViT (width 32, activation checkpointing per block) on Fashion-MNIST, same learning rate",
+        "1,000-block ViT (width 32, activation checkpointing per block) on Fashion-MNIST, 40 steps of batch 16, "
+        "the same learning rate for every method",
         methods=("layerscale", "prenorm", "postnorm"), depths=(1000,), seeds=1,
         base={"model": _vit(patch_size=7, embed_dim=32, num_heads=2, grad_checkpointing=True),
-              "data": {"name": "fashion-mnist", "batch_size": 32, "augment": False},
-              "optim": {"epochs": 1, "max_steps": 60, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 3,
+              "data": {"name": "fashion-mnist", "batch_size": 16, "eval_batch_size": 64, "augment": False},
+              "optim": {"epochs": 1, "max_steps": 40, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 4,
                         "weight_decay": 0.05},
-              "run": {**_RUN, "checkpoint_every_steps": 20, "eval_every_steps": 20, "eval_batches": 4,
-                      "log_every_steps": 1}},
+              "run": {**_RUN, "checkpoint_every_steps": 10, "eval_every_steps": 20, "eval_batches": 4,
+                      "log_every_steps": 1},
+              "diagnostics": {"every": 10}},
     ),
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from ..atomic_io import atomic_path
 from ..diagnostics.plots import new_figure, run_colors
 from ..diagnostics.report import ReportSection, write_report
 from .grid import RunSpec
@@ -58,9 +59,8 @@ def write_study_report(study_dir: Path, runs: list[RunSpec], results: list[RunRe
     groups = group_results(results)
     figure = plot_accuracy_vs_depth(groups)
     png = study_dir / "accuracy_vs_depth.png"
-    tmp = png.with_name(png.name + ".tmp")
-    figure.savefig(tmp, format="png", dpi=100)
-    tmp.replace(png)
+    with atomic_path(png) as tmp:
+        figure.savefig(tmp, format="png", dpi=100)
     deepest = max(r.depth for r in runs)
     first_seed = min(r.seed for r in runs)
     shown = [Path(r.config["run"]["out_dir"]) for r in runs if r.depth == deepest and r.seed == first_seed]

@@ -11,11 +11,11 @@ import csv
 import io
 import json
 import math
-import os
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..atomic_io import write_text_atomic
 from ..train.metrics_log import METRICS_FILE, read_metrics
 from .grid import RunSpec
 from .worker import STATUS_FILE
@@ -133,18 +133,12 @@ def _csv(rows: list[dict]) -> str:
     return buffer.getvalue()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_tables(study_dir: Path, results: list[RunResult]) -> dict[str, Path]:
     """Write ``runs.csv`` (one row per run), ``results.csv`` and ``results.md`` (per method and depth)."""
     groups = group_results(results)
     paths = {"runs_csv": study_dir / "runs.csv", "results_csv": study_dir / "results.csv",
              "results_md": study_dir / "results.md"}
-    _write_atomic(paths["runs_csv"], _csv([asdict(r) for r in results]))
-    _write_atomic(paths["results_csv"], _csv([asdict(g) for g in groups]))
-    _write_atomic(paths["results_md"], markdown_table(groups))
+    write_text_atomic(paths["runs_csv"], _csv([asdict(r) for r in results]))
+    write_text_atomic(paths["results_csv"], _csv([asdict(g) for g in groups]))
+    write_text_atomic(paths["results_md"], markdown_table(groups))
     return paths

@@ -15,13 +15,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..atomic_io import write_json_atomic
+
 STATUS_FILE = "study_status.json"
-
-
-def _write_status(run_dir: Path, status: dict) -> None:
-    tmp = run_dir / (STATUS_FILE + ".tmp")
-    tmp.write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / STATUS_FILE)
 
 
 def main(argv: list[str]) -> int:
@@ -52,10 +48,10 @@ def main(argv: list[str]) -> int:
             run(config, callbacks=[StopWithParent()])
     except NonFiniteError as exc:
         match = re.search(r"step (\d+)", str(exc))
-        _write_status(run_dir, {"status": "diverged", "diverged_step": int(match.group(1)) if match else None,
+        write_json_atomic(run_dir / STATUS_FILE, {"status": "diverged", "diverged_step": int(match.group(1)) if match else None,
                                 "message": str(exc)})
         return 0
-    _write_status(run_dir, {"status": "finished", "diverged_step": None, "message": ""})
+    write_json_atomic(run_dir / STATUS_FILE, {"status": "finished", "diverged_step": None, "message": ""})
     return 0
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..atomic_io import atomic_path
 from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
 
 __all__ = [
@@ -82,16 +83,8 @@ def remove_stale_temporaries(run_dir: str | os.PathLike) -> None:
 
 
 def _save_torch_atomic(obj: Any, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
 
 
 def _fsync_dir(path: Path) -> None:

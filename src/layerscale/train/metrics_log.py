@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from ..atomic_io import write_text_atomic
 
 __all__ = ["METRICS_FILE", "MetricsLog", "read_metrics", "truncate_metrics"]
 
@@ -50,10 +51,7 @@ def truncate_metrics(path: str | os.PathLike, last_step: int) -> None:
     if not path.is_file():
         return
     kept = [r for r in read_metrics(path) if isinstance(r.get("step"), int) and r["step"] <= last_step]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in kept)
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 class MetricsLog:

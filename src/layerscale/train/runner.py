@@ -20,7 +20,6 @@ import dataclasses
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 
 import torch
 
+from ..atomic_io import write_text_atomic
 from ..models.registry import create_model
 from .callbacks import Callback
 from .checkpoint import (
@@ -42,7 +42,14 @@ from .checkpoint import (
 from .config import TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
 from .data_setup import load_train_data
-from .distributed import DistContext, barrier, broadcast_object, setup_distributed, teardown_distributed, wrap_model
+from .distributed import (
+    DistContext,
+    barrier,
+    broadcast_object,
+    setup_distributed,
+    teardown_distributed,
+    wrap_model,
+)
 from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
 from .trainer import Trainer
 
@@ -149,19 +156,6 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
     return run_dir
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = None, *,
         overrides: Sequence[str] = (), out: str | os.PathLike | None = None,
         resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = ()) -> TrainResult:
@@ -226,7 +220,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         if ctx.is_main:
             run_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(run_dir)
-            _write_text_atomic(run_dir / CONFIG_FILE, dump_config(cfg.to_dict()))
+            write_text_atomic(run_dir / CONFIG_FILE, dump_config(cfg.to_dict()))
             if saved is not None:
                 truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
             if cfg.run.progress != "none":
@@ -244,7 +238,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
             summary = {"step": trainer.state.step, "epoch": trainer.state.epoch, "metrics": final,
                        "checkpoint": str(last) if last else None,
                        "model": {"name": cfg.model.name, "args": model_args}}
-            _write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+            write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
         return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last)
     finally:
         if metrics is not None:

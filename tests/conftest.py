@@ -1,4 +1,5 @@
-"""Residual-method tests run on one thread: tiny models are fastest that way, and the machine's cores are shared."""
+"""Every test runs on one intra-op thread: the models in the tests are tiny (fastest that way), and the suite may
+run as several pytest workers on a machine with few cores."""
 
 import pytest
 import torch
