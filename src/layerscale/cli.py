@@ -10,6 +10,11 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("layerscale.demo", "train a small LayerScale ViT on scikit-learn's bundled digits and print accuracy"),
     "models": ("layerscale.models.cli", "list the model names and residual methods"),
+    "train": ("layerscale.train.cli", "train from a YAML/JSON config or resume a run (checkpoints, torchrun DDP / FSDP)"),
+    "convert": ("layerscale.interop.cli", "convert checkpoints: timm, official CaiT / DeiT III, HF DINOv2 <-> ours"),
+    "fold": ("layerscale.surgery.cli", "fold a checkpoint's LayerScale into its linear layers for deployment"),
+    "study": ("layerscale.study.cli", "methods x depths x seeds on one dataset and budget: tables and a report"),
+    "report": ("layerscale.diagnostics.cli", "HTML report with figures of runs: curves, LayerScale, per-layer signal"),
 }
 
 
