@@ -8,7 +8,7 @@ import sys
 
 # sub-command -> (module providing add_arguments/run, one-line help). Adding a command: one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("layerscale.demo", "train a small LayerScale ViT on scikit-learn's bundled digits and print accuracy"),
+    "demo": ("layerscale.demo", "a small depth study on the bundled digits: 4 methods x 2 depths, table and report"),
     "models": ("layerscale.models.cli", "list the model names and residual methods"),
     "train": ("layerscale.train.cli", "train from a YAML/JSON config or resume a run (checkpoints, torchrun DDP / FSDP)"),
     "convert": ("layerscale.interop.cli", "convert checkpoints: timm, official CaiT / DeiT III, HF DINOv2 <-> ours"),
