@@ -45,7 +45,10 @@ class DropPath(nn.Module):
             return None
         keep = 1.0 - self.drop_prob
         shape = (x.shape[0],) + (1,) * (x.dim() - 1)
-        return x.new_empty(shape).bernoulli_(keep).div_(keep)
+        # Drawn as ``rand < keep`` (float32 uniforms) rather than ``bernoulli_(keep)``: torch.compile bakes a float
+        # passed to bernoulli_ into the graph, so each block's own rate would cost a recompilation (see
+        # layerscale.models.compile); a comparison keeps the rate symbolic and one graph serves every block.
+        return (torch.rand(shape, device=x.device) < keep).to(x.dtype).div_(keep)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         mask = self.keep_mask(x)

@@ -15,6 +15,8 @@ import math
 import torch
 from torch import nn
 
+from .fused import scaled_residual_add
+
 __all__ = [
     "init_value_for_depth",
     "check_init_value",
@@ -76,7 +78,8 @@ class LayerScale(_ScaleBase):
     """Per-channel scale over the last dimension: ``y = γ ⊙ x`` with ``γ ∈ R^dim`` initialised to ``init_value``.
 
     ``add_to(residual, branch, keep_mask)`` computes ``residual + γ ⊙ branch`` (times an optional per-sample
-    stochastic-depth mask) in one fused ``torch.addcmul``; blocks use it for the residual update.
+    stochastic-depth mask) in one fused pass with a lean backward
+    (:func:`~layerscale.layers.fused.scaled_residual_add`); blocks use it for the residual update.
     State-dict key: ``gamma`` (as in timm's ``ls1.gamma``).
     """
 
@@ -93,8 +96,7 @@ class LayerScale(_ScaleBase):
 
     def add_to(self, residual: torch.Tensor, branch: torch.Tensor, keep_mask: torch.Tensor | None = None):
         """``residual + keep_mask ⊙ γ ⊙ branch`` in one fused kernel (``keep_mask`` broadcasts over samples)."""
-        scale = self.gamma if keep_mask is None else self.gamma * keep_mask
-        return torch.addcmul(residual, branch, scale)
+        return scaled_residual_add(residual, branch, self.gamma, keep_mask)
 
 
 class LayerScale2d(_ScaleBase):
@@ -143,6 +145,5 @@ class ScalarScale(_ScaleBase):
         return x * self.gamma
 
     def add_to(self, residual: torch.Tensor, branch: torch.Tensor, keep_mask: torch.Tensor | None = None):
-        """``residual + keep_mask · α · branch`` fused in one ``torch.addcmul``."""
-        scale = self.gamma if keep_mask is None else self.gamma * keep_mask
-        return torch.addcmul(residual, branch, scale)
+        """``residual + keep_mask · α · branch`` in one fused kernel (see :func:`~.fused.scaled_residual_add`)."""
+        return scaled_residual_add(residual, branch, self.gamma, keep_mask)

@@ -18,22 +18,28 @@ from ..layers.layer_scale import init_value_for_depth
 from ..layers.norms import layer_norm
 from ..layers.patch_embed import PatchEmbed
 from ..residual.registry import resolve_residual
+from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
 from .validation import check_heads, check_patch, check_positive_int, check_rate
 
 __all__ = ["CaiT"]
 
 
-class CaiT(nn.Module):
-    """CaiT classifier. ``init_value=None`` takes the depth rule of the self-attention depth."""
+class CaiT(GradCheckpointing, nn.Module):
+    """CaiT classifier. ``init_value=None`` takes the depth rule of the self-attention depth.
+
+    ``grad_checkpointing=True`` recomputes each block (class-attention blocks too) in the backward.
+    """
 
     def __init__(self, img_size: int = 224, patch_size: int = 16, in_chans: int = 3, num_classes: int = 1000,
                  embed_dim: int = 192, depth: int = 24, num_heads: int = 4, mlp_ratio: float = 4.0,
                  qkv_bias: bool = True, depth_token_only: int = 2, residual: str = "layerscale",
                  init_value: float | None = None, ls_placement: str = "both", attn_type: str = "talking_heads",
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
-                 drop_path_schedule: str = "uniform", norm_eps: float = 1e-6) -> None:
+                 drop_path_schedule: str = "uniform", norm_eps: float = 1e-6,
+                 grad_checkpointing: bool = False) -> None:
         super().__init__()
+        self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("depth", depth)
         check_positive_int("depth_token_only", depth_token_only)
         check_positive_int("in_chans", in_chans)
@@ -77,10 +83,10 @@ class CaiT(nn.Module):
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W) -> (B, 1 + N, D)``: normalised ``[cls; patches]``."""
         x = self.pos_drop(self.patch_embed(x) + self.pos_embed)
-        x = self.blocks(x)
+        x = self._run_blocks(self.blocks, x)
         cls = self.cls_token.expand(x.shape[0], -1, -1)
         for block in self.blocks_token_only:
-            cls = block(x, cls)
+            cls = self._run_block(block, x, cls)
         x = torch.cat((cls, x), dim=1)
         return x if self.norm is None else self.norm(x)
 

@@ -14,21 +14,26 @@ from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
 from ..layers.norms import layer_norm
 from ..residual.registry import resolve_residual
+from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
 from .validation import check_heads, check_positive_int, check_rate
 
 __all__ = ["GPT"]
 
 
-class GPT(nn.Module):
-    """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``."""
+class GPT(GradCheckpointing, nn.Module):
+    """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``.
+
+    ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
+    """
 
     def __init__(self, vocab_size: int = 256, block_size: int = 256, embed_dim: int = 384, depth: int = 6,
                  num_heads: int = 6, mlp_ratio: float = 4.0, qkv_bias: bool = True, residual: str = "layerscale",
                  init_value: float | None = None, ls_placement: str = "both", drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
-                 norm_eps: float = 1e-5) -> None:
+                 norm_eps: float = 1e-5, grad_checkpointing: bool = False) -> None:
         super().__init__()
+        self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("block_size", block_size)
         check_positive_int("depth", depth)
@@ -62,7 +67,7 @@ class GPT(nn.Module):
         if T > self.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.block_size}")
         positions = torch.arange(T, device=tokens.device)
-        x = self.blocks(self.drop(self.wte(tokens) + self.wpe(positions)))
+        x = self._run_blocks(self.blocks, self.drop(self.wte(tokens) + self.wpe(positions)))
         return x if self.norm is None else self.norm(x)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

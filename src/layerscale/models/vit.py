@@ -15,17 +15,19 @@ from ..layers.drop_path import drop_path_rates
 from ..layers.norms import layer_norm
 from ..layers.patch_embed import PatchEmbed
 from ..residual.registry import resolve_residual
+from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
 from .validation import check_heads, check_patch, check_positive_int, check_rate
 
 __all__ = ["VisionTransformer"]
 
 
-class VisionTransformer(nn.Module):
+class VisionTransformer(GradCheckpointing, nn.Module):
     """A ViT classifier whose blocks use the residual method ``residual`` (default LayerScale).
 
     ``init_value=None`` takes the CaiT depth rule (:func:`layerscale.init_value_for_depth`); ``no_embed_class=True``
     (DeiT III) adds the position embedding to the patches only, before the class token is prepended.
+    ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
     """
 
     def __init__(self, img_size: int = 224, patch_size: int = 16, in_chans: int = 3, num_classes: int = 1000,
@@ -33,8 +35,9 @@ class VisionTransformer(nn.Module):
                  qkv_bias: bool = True, residual: str = "layerscale", init_value: float | None = None,
                  ls_placement: str = "both", no_embed_class: bool = True, drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
-                 norm_eps: float = 1e-6) -> None:
+                 norm_eps: float = 1e-6, grad_checkpointing: bool = False) -> None:
         super().__init__()
+        self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("depth", depth)
         check_positive_int("in_chans", in_chans)
         check_positive_int("num_classes", num_classes)
@@ -76,7 +79,7 @@ class VisionTransformer(nn.Module):
             x = torch.cat((cls, x + self.pos_embed), dim=1)
         else:
             x = torch.cat((cls, x), dim=1) + self.pos_embed
-        x = self.blocks(self.pos_drop(x))
+        x = self._run_blocks(self.blocks, self.pos_drop(x))
         return x if self.norm is None else self.norm(x)
 
     def forward_head(self, x: torch.Tensor) -> torch.Tensor:
