@@ -32,7 +32,7 @@ _RUN = {"progress": "none", "deterministic": True, "keep_checkpoints": 1}
 
 PRESETS: dict[str, Preset] = {
     "demo": Preset(
-        "scikit-learn digits (offline), ViT width 64, 4 methods at depths 6 and 24: about 5 minutes on 2 cores",
+        "scikit-learn digits (offline), ViT width 64, 4 methods at depths 6 and 24: under 3 minutes on 2 cores",
         methods=("prenorm", "layerscale", "rezero", "postnorm"), depths=(6, 24), seeds=1,
         base={"model": _vit(patch_size=4, embed_dim=64, num_heads=4),
               "data": {"name": "digits", "batch_size": 64, "augment": False},
