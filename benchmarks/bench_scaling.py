@@ -3,7 +3,9 @@
 For each point: the median time of a training step (forward, backward, AdamW step) and the activation memory — the
 bytes still allocated when the forward returns, i.e. everything kept for the backward (exact, from the allocator) —
 with activation checkpointing off and on. Model: ViT (LayerScale), 32×32 images, patch 4 (65 tokens), ``--width``
-channels, random weights. Writes a CSV and a four-panel plot.
+channels, random weights. Writes a CSV and a four-panel plot. Each row also gives the step's FLOPs (forward +
+backward, ``FlopCounterMode``), the FLOP rate achieved and the MFU: that rate over the GEMM peak of the run's dtype,
+measured at the start in the same process (``mfu.py``).
 
 Run: python benchmarks/bench_scaling.py [--depths 12,24,48,96,192,384,1000] [--batches 1,2,4,8,16,32,64]
      [--width 64] [--batch 8] [--depth 12] [--rounds 3] [--threads 1] [--clock auto|wall|cpu]
@@ -25,14 +27,15 @@ import torch.nn.functional as F
 
 from activation_memory import allocation_profile, parse_dtype, synchronizer
 from cpu_timing import CLOCKS, clock_function, resolve_clock
+from mfu import count_flops, describe_peaks, measure_peaks, mfu
 
 from layerscale import create_model
 
-FIELDS = ["sweep", "depth", "batch", "width", "checkpointing", "step_ms", "activation_mib", "device", "dtype",
-          "threads", "clock"]
+FIELDS = ["sweep", "depth", "batch", "width", "checkpointing", "step_ms", "activation_mib", "gflop", "gflops_per_s",
+          "mfu", "device", "dtype", "threads", "clock"]
 
 
-def measure(depth: int, batch: int, checkpointing: bool, args) -> dict:
+def measure(depth: int, batch: int, checkpointing: bool, args, peak: float) -> dict:
     dtype, device, sync = parse_dtype(args.dtype), args.device, synchronizer(args.device)
     autocast = (lambda: torch.autocast(torch.device(device).type, dtype=dtype)) if dtype in (
         torch.bfloat16, torch.float16) else contextlib.nullcontext
@@ -61,10 +64,14 @@ def measure(depth: int, batch: int, checkpointing: bool, args) -> dict:
     step()  # warm-up (optimizer state, lazy initialisation)
     held, _, loss = allocation_profile(forward, device)
     del loss
+    flops = count_flops(lambda: forward().backward())
+    opt.zero_grad(set_to_none=True)
     seconds = statistics.median(step() for _ in range(args.rounds))
     return {"depth": depth, "batch": batch, "width": args.width, "checkpointing": checkpointing,
-            "step_ms": round(seconds * 1e3, 2), "activation_mib": round(held / 2**20, 3), "device": device,
-            "dtype": args.dtype, "threads": args.threads, "clock": args.clock}
+            "step_ms": round(seconds * 1e3, 2), "activation_mib": round(held / 2**20, 3),
+            "gflop": round(flops / 1e9, 4), "gflops_per_s": round(flops / seconds / 1e9, 2),
+            "mfu": round(mfu(flops, seconds, peak), 4), "device": device, "dtype": args.dtype,
+            "threads": args.threads, "clock": args.clock}
 
 
 def write_csv(rows: list[dict], path: str) -> None:
@@ -154,16 +161,21 @@ def main() -> None:
     parse_dtype(args.dtype)
     torch.set_num_threads(args.threads)
     args.clock = resolve_clock(args.clock, args.device, args.threads)
+    peaks = measure_peaks(args.device, args.clock, synchronizer(args.device))
+    peak_name = "bf16" if args.dtype in ("bf16", "fp16") else "fp32"
+    print(describe_peaks(peaks) + f"; MFU against the {peak_name} peak")
     rows = []
-    print(f"{'sweep':>5s} {'depth':>5s} {'batch':>5s} {'ckpt':>5s} | {'step ms':>9s} {'act. MiB':>9s}")
+    print(f"{'sweep':>5s} {'depth':>5s} {'batch':>5s} {'ckpt':>5s} | {'step ms':>9s} {'act. MiB':>9s} | "
+          f"{'GFLOP':>8s} {'GFLOP/s':>8s} {'MFU':>6s}")
     points = [("depth", int(d), args.batch) for d in args.depths.split(",")]
     points += [("batch", args.depth, int(b)) for b in args.batches.split(",")]
     for sweep, depth, batch in points:
         for checkpointing in (False, True):
-            row = {"sweep": sweep, **measure(depth, batch, checkpointing, args)}
+            row = {"sweep": sweep, **measure(depth, batch, checkpointing, args, peaks[peak_name])}
             rows.append(row)
             print(f"{sweep:>5s} {depth:5d} {batch:5d} {str(checkpointing):>5s} | {row['step_ms']:9.1f} "
-                  f"{row['activation_mib']:9.2f}", flush=True)
+                  f"{row['activation_mib']:9.2f} | {row['gflop']:8.3f} {row['gflops_per_s']:8.1f} "
+                  f"{row['mfu']:6.3f}", flush=True)
     write_csv(rows, args.csv)
     plot(rows, args.plot, args)
     print(f"wrote {args.csv} and {args.plot}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ def sniff_weights_format(path: str | os.PathLike) -> str:
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an empty, truncated or foreign file.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, expected a weights file (safetensors or PyTorch)")
     if not path.is_file():
         raise FileNotFoundError(f"no such weights file: {path}")
     size = path.stat().st_size
@@ -92,27 +95,75 @@ def _check_pytorch_zip(path: Path) -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        raise ValueError(f"cannot read {path}: truncated or corrupt PyTorch file (not a complete zip archive)") from None
+    except Exception:  # noqa: BLE001 — BadZipFile, OSError, NotImplementedError (an unknown zip version),
+        # UnicodeDecodeError (a mangled name), ...: any failure to list the archive means a corrupt file
+        raise ValueError(f"cannot read {path}: truncated or corrupt PyTorch file (not a complete zip "
+                         f"archive)") from None
     if not any(name.endswith("data.pkl") for name in names):
         raise ValueError(f"{path} is a zip archive but not a PyTorch checkpoint (no data.pkl; NumPy .npz and JAX "
                          f"checkpoints are not supported)")
 
 
+#: Bytes per element of each safetensors dtype (https://github.com/huggingface/safetensors#format).
+_SAFETENSORS_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1,
+                            "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4,
+                            "I64": 8, "U64": 8, "F64": 8, "C64": 8}
+#: The largest header safetensors itself accepts (100 MB).
+_SAFETENSORS_MAX_HEADER = 100_000_000
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_safetensors_entry(path: Path, key: str, entry: Any) -> tuple[int, int]:
+    """``(begin, end)`` of one tensor entry of a safetensors header, or a ``ValueError`` naming what is wrong."""
+    where = f"{path} has a corrupt safetensors header: tensor {key[:80]!r}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} is a JSON {type(entry).__name__}, expected an object with dtype, shape and "
+                         f"data_offsets")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if not isinstance(dtype, str) or dtype not in _SAFETENSORS_DTYPE_BYTES:
+        raise ValueError(f"{where} has dtype {str(dtype)[:40]!r}, expected one of {sorted(_SAFETENSORS_DTYPE_BYTES)}")
+    if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+        raise ValueError(f"{where} has shape {str(shape)[:80]}, expected a list of integers >= 0")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(o) for o in offsets)
+            and offsets[0] <= offsets[1]):
+        raise ValueError(f"{where} has data_offsets {str(offsets)[:80]}, expected [begin, end] with "
+                         f"0 <= begin <= end")
+    numel = 1
+    for dim in shape:
+        numel *= dim
+    if numel * _SAFETENSORS_DTYPE_BYTES[dtype] != offsets[1] - offsets[0]:
+        raise ValueError(f"{where}: shape {shape} of {dtype} needs {numel * _SAFETENSORS_DTYPE_BYTES[dtype]} bytes, "
+                         f"its data_offsets span {offsets[1] - offsets[0]}")
+    return offsets[0], offsets[1]
+
+
 def _check_safetensors_complete(path: Path) -> None:
-    """Raise ``ValueError`` if the tensors listed in the header run past the end of the file (a cut download)."""
+    """Raise a one-line ``ValueError`` unless the header is well formed (a JSON object of entries with a known
+    dtype, a shape of integers, ``[begin, end]`` offsets whose span matches shape × dtype size, string metadata)
+    and the tensors it lists fit in the file (not a cut download)."""
     size = path.stat().st_size
     with path.open("rb") as fh:
         header_len = int.from_bytes(fh.read(8), "little")
+        if header_len > _SAFETENSORS_MAX_HEADER:
+            raise ValueError(f"{path} has a safetensors header of {header_len} bytes, more than the "
+                             f"{_SAFETENSORS_MAX_HEADER} safetensors accepts")
         try:
             header = json.loads(fh.read(header_len))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError):  # JSONDecodeError, or an integer too long to convert
             raise ValueError(f"{path} has a corrupt safetensors header (not valid JSON)") from None
+        except RecursionError:
+            raise ValueError(f"{path} has a corrupt safetensors header (JSON nested too deeply)") from None
     if not isinstance(header, dict):
         raise ValueError(f"{path} has a corrupt safetensors header (a JSON {type(header).__name__}, not an object)")
-    ends = [entry["data_offsets"][1] for key, entry in header.items()
-            if key != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry]
-    needed = 8 + header_len + max(ends, default=0)
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise ValueError(f"{path} has a corrupt safetensors header: __metadata__ must map strings to strings")
+    end = max((_check_safetensors_entry(path, key, entry)[1] for key, entry in header.items()
+               if key != "__metadata__"), default=0)
+    needed = 8 + header_len + end
     if needed > size:
         raise ValueError(f"{path} is a truncated safetensors file: its tensors need {needed} bytes, "
                          f"the file has {size}")
@@ -168,15 +219,19 @@ def read_state_dict_file(path: str | os.PathLike, map_location: str | torch.devi
         return LoadedStateDict(path, tensors, "safetensors", container, metadata)
     try:
         # An open file, not the path: torch.load picks safetensors by a ".safetensors" name, we go by content.
-        with path.open("rb") as fh:
+        with path.open("rb") as fh, warnings.catch_warnings():
+            # torch warns about pickle protocols other than 2 on its way to a refusal: the refusal is the message.
+            warnings.simplefilter("ignore")
             obj = torch.load(fh, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError:
         raise ValueError(f"{path} holds Python objects other than tensors and plain containers; refusing to "
                          f"unpickle it (torch.load weights_only=True) — re-save it as a plain state dict or as "
                          f"safetensors") from None
-    except (RuntimeError, EOFError, OSError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"cannot read {path}: truncated or corrupt PyTorch file ({message})") from None
+    except Exception as exc:  # noqa: BLE001 — a corrupt stream fails anywhere in the (code-free) unpickler:
+        # RuntimeError / EOFError from the zip reader, IndexError / KeyError / TypeError on a malformed opcode stream
+        message = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ValueError(f"cannot read {path}: truncated or corrupt PyTorch file ({type(exc).__name__}: "
+                         f"{message})") from None
     tensors, container = unwrap_state_dict(obj, str(path))
     return LoadedStateDict(path, tensors, "pytorch", container)
 

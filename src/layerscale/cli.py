@@ -15,27 +15,41 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fold": ("layerscale.surgery.cli", "fold a checkpoint's LayerScale into its linear layers for deployment"),
     "study": ("layerscale.study.cli", "methods x depths x seeds on one dataset and budget: tables and a report"),
     "report": ("layerscale.diagnostics.cli", "HTML report with figures of runs: curves, LayerScale, per-layer signal"),
+    "analyze": ("layerscale.analysis.cli", "depth utilisation of a trained model: ablation, early exit, probes, CKA"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: list[str]) -> str | None:
+    """The sub-command named on the command line (the first argument not starting with ``-``), if it is one."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser. Only ``command``'s module is imported (all of them when ``command`` is ``None``): the other
+    sub-commands get their help line from :data:`COMMANDS`, so ``layerscale --help`` imports no module (nor torch)."""
     from . import __version__
 
     parser = argparse.ArgumentParser(prog="layerscale", description="Train deeper transformers that stay stable.")
     parser.add_argument("--version", action="version", version=f"torch-layerscale {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
         cmd = sub.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(cmd)
-        cmd.set_defaults(_run=module.run)
+        if command is None or name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(cmd)
+            cmd.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
     extra) print one line ``layerscale: error: ...`` and exit with status 2; other exceptions propagate."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = chosen_command(argv)
+    parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

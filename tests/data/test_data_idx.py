@@ -98,7 +98,7 @@ def test_missing_file_names_it(tmp_path):
 
 
 def test_mnist_without_data_dir_asks_for_it():
-    with pytest.raises(ValueError, match="--data-dir"):
+    with pytest.raises(ValueError, match="set data.path to a folder"):
         load_dataset("mnist")
 
 
@@ -108,7 +108,7 @@ def test_fashion_default_dir_missing_names_dir_package_and_option(tmp_path, monk
     with pytest.raises(FileNotFoundError) as info:
         load_dataset("fashion-mnist")
     message = str(info.value)
-    assert str(missing) in message and "dataset-fashion-mnist" in message and "--data-dir" in message
+    assert str(missing) in message and "dataset-fashion-mnist" in message and "data.path" in message
     assert "\n" not in message
 
 

@@ -31,7 +31,8 @@ def reference_update(block, i: int, stream: torch.Tensor, branch_input: torch.Te
         s = out_norm(s)
     if ls is not None:
         s = s * ls.gamma
-    new = block.skip_weight * stream + s
+    skip = getattr(block, f"skip{i}", None)  # Admin's ω replaces the constant skip weight
+    new = (stream * skip.omega if skip is not None else block.skip_weight * stream) + s
     return s, (new if post is None else post(new))
 
 
@@ -94,6 +95,10 @@ def test_every_residual_method_on_vit(residual):
     torch.manual_seed(0)
     model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=3, embed_dim=32, depth=2,
                          num_heads=2, residual=residual).eval()
+    if model.residual_method.num_streams > 1:  # Hyper-Connections / mHC: no single stream to measure
+        with pytest.raises(ValueError, match=f"the multi-stream residual '{residual}' is not supported"):
+            LayerScaleMonitor(model, every=1)
+        return
     _perturb_scales(model)
     x = torch.randn(3, 1, 8, 8)
     record = _record(model.train(), x)  # train mode: the monitor records training forwards (no dropout here)

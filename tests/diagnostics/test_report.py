@@ -131,7 +131,7 @@ def test_cli_report_and_its_errors(trained_runs, tmp_path, capsys):
     out = tmp_path / "cli" / "report.html"
     assert main(["report", str(trained_runs["layerscale"]), str(trained_runs["prenorm"]), "--out", str(out)]) == 0
     assert out.is_file() and f"wrote {out}" in capsys.readouterr().out
-    assert main(["report", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    assert main(["report", str(tmp_path / "nowhere"), "--out", str(out), "--force"]) == 2  # out exists now
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"layerscale report: error: {tmp_path / 'nowhere'}: run directory not found"]
     assert main(["report", str(trained_runs["prenorm"]), "--out", str(tmp_path / "report.pdf")]) == 2

@@ -51,6 +51,14 @@ def test_gradcheck_other_ranks(request, shape, chunked):
     assert torch.autograd.gradcheck(lambda r, b, g: ScaledResidualAdd.apply(r, b, g, mask), (residual, branch, gamma))
 
 
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "keep_mask"])
+def test_double_backward_gradgradcheck(tiny_chunks, with_mask):
+    residual, branch, gamma = _inputs((3, 7, 4), (4,))
+    mask = _mask(3, 3) if with_mask else None
+    assert torch.autograd.gradgradcheck(lambda r, b, g: ScaledResidualAdd.apply(r, b, g, mask),
+                                        (residual, branch, gamma))
+
+
 @pytest.mark.parametrize("gamma_shape", [(16,), (1,)], ids=["per_channel", "scalar"])
 @pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "keep_mask"])
 @pytest.mark.parametrize("chunked", [False, True], ids=["one_chunk", "many_chunks"])

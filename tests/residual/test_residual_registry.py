@@ -13,11 +13,12 @@ ALL_METHODS = {"prenorm", "postnorm", "layerscale", "layerscale_head", "scalar",
                "deepnorm", "lns", "periln", "mixln", "dyt"}
 WITH_PLACEMENT = {"layerscale", "layerscale_head", "scalar"}
 NEEDS_DEPTH = {"tfixup", "deepnorm", "lns", "mixln"}
+FRONTIER_METHODS = {"hc", "hc_static", "mhc", "normformer", "admin"}  # tested in test_residual_frontier.py
 
 
-def test_list_residuals_names_all_thirteen_methods():
-    assert set(list_residuals()) == ALL_METHODS
-    assert len(list_residuals()) == 13
+def test_list_residuals_names_the_thirteen_classic_and_five_frontier_methods():
+    assert set(list_residuals()) == ALL_METHODS | FRONTIER_METHODS
+    assert len(list_residuals()) == 18
 
 
 @pytest.mark.parametrize("name", sorted(ALL_METHODS))

@@ -1,11 +1,14 @@
-"""A tiny real study: it completes, survives SIGKILL, resumes without redoing finished runs, writes its outputs."""
+"""Tiny real studies: tuned with intervals; killed and resumed; killed while workers start; refused before
+writing anything."""
 
+import csv
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,23 +17,51 @@ from study_helpers import TINY_BASE
 pytestmark = pytest.mark.slow
 
 
-def _study_command(out, *extra):
+def _study_command(out, *extra, methods="prenorm,layerscale", depths="1,2", seeds=1, lrs="1e-3"):
     sets = []
     for section, values in TINY_BASE.items():
         for key, value in values.items():
             if key != "name":
                 sets += ["--set", f"{section}.{key}={json.dumps(value) if isinstance(value, bool) else value}"]
-    return [sys.executable, "-m", "layerscale", "study", "--preset", "demo", "--methods", "prenorm,layerscale",
-            "--depths", "1,2", "--seeds", "1", "--out", str(out), "--jobs", "1", "--threads", "1", *sets, *extra]
+    return [sys.executable, "-m", "layerscale", "study", "--preset", "demo", "--methods", methods, "--depths", depths,
+            "--seeds", str(seeds), "--lrs", lrs, "--out", str(out), "--jobs", "2", "--threads", "1", *sets, *extra]
 
 
 def _statuses(out):
     return sorted(p.parent.name for p in (out / "runs").glob("*/study_status.json"))
 
 
+def test_a_tuned_study_writes_chosen_rates_intervals_and_paired_differences(tmp_path):
+    out = tmp_path / "study"
+    result = subprocess.run(_study_command(out, methods="prenorm,layerscale", depths="2", seeds=2, lrs="1e-3,3e-3"),
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    tuned = {r["method"]: r for r in rows if r["table"] == "tuned"}
+    tuning = json.loads((out / "tuning.json").read_text())
+    for cell in tuning["cells"]:
+        scores = cell["rungs"][0]["scores"]
+        best = max(scores, key=lambda lr: scores[lr] if scores[lr] is not None else -1)
+        assert float(tuned[cell["method"]]["lr"]) == cell["chosen_lr"] == float(best)
+    for row in tuned.values():
+        assert float(row["test_ci_low"]) <= float(row["test_mean"]) <= float(row["test_ci_high"])
+        assert row["test_n"] == "2"
+    assert tuned["layerscale"]["diff_mean"] and tuned["layerscale"]["verdict"] in ("better", "worse", "within noise")
+    markdown = (out / "results.md").read_text()
+    assert "What the intervals support" in markdown and "± 0.0" not in markdown
+    # the tuning runs never read the test split; every final run read it exactly once
+    for metrics in (out / "runs" / "tune").glob("*/metrics.jsonl"):
+        assert '"split": "test"' not in metrics.read_text()
+    for metrics in (out / "runs").glob("*-s[01]/metrics.jsonl"):
+        assert metrics.read_text().count('"split": "test"') == 1
+    assert (out / "report.html").is_file()
+
+
 def test_study_killed_then_resumed_does_not_redo_finished_runs(tmp_path):
     out = tmp_path / "study"
-    proc = subprocess.Popen(_study_command(out, "--no-report"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(_study_command(out, "--no-report", "--jobs", "1"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     deadline = time.time() + 240
     while not _statuses(out) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -41,23 +72,59 @@ def test_study_killed_then_resumed_does_not_redo_finished_runs(tmp_path):
     assert 1 <= len(finished_before) < 4
     stamps = {run_id: (out / "runs" / run_id / "metrics.jsonl").stat().st_mtime_ns for run_id in finished_before}
 
-    result = subprocess.run(_study_command(out), capture_output=True, text=True, timeout=600)
+    result = subprocess.run(_study_command(out, "--no-report"), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     assert f"{len(finished_before)} of 4 runs already done" in result.stdout + result.stderr
-    assert _statuses(out) == ["layerscale-d1-s0", "layerscale-d2-s0", "prenorm-d1-s0", "prenorm-d2-s0"]
+    assert _statuses(out) == ["layerscale-d1-lr0.001-s0", "layerscale-d2-lr0.001-s0", "prenorm-d1-lr0.001-s0",
+                              "prenorm-d2-lr0.001-s0"]
     for run_id, stamp in stamps.items():
         assert (out / "runs" / run_id / "metrics.jsonl").stat().st_mtime_ns == stamp, f"{run_id} was redone"
-    table = (out / "results.md").read_text()
-    assert table.count("\n| ") == 4 and "| layerscale | 2 | 1 |" in table
-    assert "| layerscale | 2 | 1 |" in result.stdout
-    assert (out / "report.html").is_file()
-    assert (out / "accuracy_vs_depth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_study_rejects_an_unknown_method_before_writing(tmp_path):
+def _workers_of(study_dir: Path) -> list[int]:
+    """PIDs of live processes whose command line names ``study_dir`` (the study's workers)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if str(study_dir) in cmdline and "worker" in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_a_study_killed_while_its_workers_start_leaves_no_worker(tmp_path):
     out = tmp_path / "study"
-    result = subprocess.run([sys.executable, "-m", "layerscale", "study", "--preset", "demo", "--methods",
-                             "prenorm,magic", "--out", str(out)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2
-    assert "unknown residual method 'magic'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    proc = subprocess.Popen(_study_command(out, "--no-report"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not _workers_of(out) and time.time() < deadline:
+        time.sleep(0.02)
+    assert _workers_of(out), "no worker started"
+    os.kill(proc.pid, signal.SIGKILL)  # the workers are still importing torch
+    proc.wait()
+    deadline = time.time() + 30
+    while _workers_of(out) and time.time() < deadline:
+        time.sleep(0.2)
+    assert _workers_of(out) == []
+    assert _statuses(out) == []  # nobody trained to the end behind the dead study's back
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--methods", "prenorm,magic"], "unknown residual method 'magic'"),
+    (["--set", "model.patch_size=3"], "patch_size 3 cannot take the 8x8 images"),
+    (["--set", "model.num_heads=3"], "num_heads"),
+    (["--lrs", "1e-3,3e-3", "--validation-fraction", "0"], "needs a validation split"),
+])
+def test_a_bad_study_is_one_line_and_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "study"
+    result = subprocess.run([sys.executable, "-m", "layerscale", "study", "--preset", "demo", "--out", str(out),
+                             *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not out.exists()

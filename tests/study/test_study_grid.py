@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -6,37 +7,74 @@ from layerscale.study.grid import StudySpec
 from study_helpers import TINY_BASE
 
 
-def test_grid_sets_method_depth_seed_and_run_dir_only(tmp_path):
-    spec = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1), TINY_BASE)
-    runs = spec.runs(tmp_path)
-    assert len(runs) == 8
-    assert len({r.run_id for r in runs}) == 8
+def test_final_runs_vary_only_method_depth_lr_seed_and_the_study_keys(tmp_path):
+    spec = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1), TINY_BASE, lrs=(1e-3, 3e-3))
+    chosen = {("prenorm", 2): 3e-3, ("prenorm", 4): 1e-3, ("layerscale", 2): 1e-3, ("layerscale", 4): 1e-3}
+    runs = spec.final_runs(tmp_path, chosen)
+    # prenorm at depth 2 needs its tuned 3e-3 and the shared 1e-3; the other cells share one rate
+    assert len(runs) == 2 * 2 + 3 * 2 and len({r.run_id for r in runs}) == len(runs)
     first = runs[0]
-    assert (first.method, first.depth, first.seed) == ("prenorm", 2, 0)
+    assert (first.method, first.depth, first.lr, first.seed, first.kind) == ("prenorm", 2, 3e-3, 0, "final")
     assert first.config["model"]["residual"] == "prenorm" and first.config["model"]["depth"] == 2
-    assert first.config["run"]["out_dir"] == str(tmp_path / "runs" / "prenorm-d2-s0")
-    assert first.config["optim"] == TINY_BASE["optim"]
+    assert first.config["optim"]["lr"] == 3e-3
+    assert first.config["run"]["out_dir"] == str(tmp_path / "runs" / "prenorm-d2-lr0.003-s0")
+    assert first.config["run"]["evaluate_test"] is True and first.config["run"]["stop_at_step"] == 0
+    assert first.config["data"]["validation_fraction"] == 0.1
+    assert {k: v for k, v in first.config["optim"].items() if k != "lr"} == \
+        {k: v for k, v in TINY_BASE["optim"].items() if k != "lr"}
     assert "residual" not in TINY_BASE["model"]  # the base is not mutated
 
 
+def test_tuning_runs_never_read_the_test_split_and_use_their_own_seed(tmp_path):
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3))
+    run = spec.run(tmp_path, "prenorm", 2, 3e-3, spec.tune_seed, "tune", stop_at_step=2)
+    assert run.config["run"]["evaluate_test"] is False and run.config["run"]["stop_at_step"] == 2
+    assert run.seed not in spec.seeds
+    assert run.run_dir == tmp_path / "runs" / "tune" / "prenorm-d2-lr0.003-s1000"
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(methods=("prenorm", "magic")), "unknown residual method 'magic' in --methods; known methods:"),
+    (dict(methods=("prenorm", "magic")), "unknown residual method 'magic' in --methods"),
     (dict(methods=()), "--methods is empty"),
     (dict(depths=(12, 0)), r"--depths must be positive integers, got \[12, 0\]"),
     (dict(depths=(12, 12)), r"--depths lists a value twice: \[12, 12\]"),
     (dict(seeds=()), "seeds must be integers"),
+    (dict(lrs=(1e-3, -1.0)), r"--lrs must be positive numbers"),
+    (dict(lrs=(1e-3, 1e-3)), "--lrs lists a value twice"),
+    (dict(reference="rezero"), "--reference 'rezero' is not one of the studied methods"),
+    (dict(lrs=(1e-3, 3e-3), validation_fraction=0.0), "needs a validation split"),
+    (dict(seeds=(0, 1000)), "tuning seed 1000 is also a reporting seed"),
+    (dict(halving_rate=1), "--halving-rate must be an integer >= 2"),
+    (dict(min_budget=0.0), r"--min-budget must be in \(0, 1\]"),
 ])
-def test_bad_grids_are_one_line_errors(kwargs, message):
+def test_bad_designs_are_one_line_errors(kwargs, message):
     args = dict(methods=("prenorm",), depths=(2,), seeds=(0,), base=TINY_BASE)
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         StudySpec(**args)
 
 
-def test_a_study_dir_of_another_grid_is_refused(tmp_path):
+def test_the_reference_defaults_to_prenorm_else_the_first_method():
+    assert StudySpec(("layerscale", "prenorm"), (2,), (0,)).reference_method == "prenorm"
+    assert StudySpec(("layerscale", "rezero"), (2,), (0,)).reference_method == "layerscale"
+
+
+def test_a_study_dir_of_another_design_is_refused(tmp_path):
     spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE)
     (tmp_path / "study.json").write_text(json.dumps(spec.to_dict()))
-    spec.check_compatible(tmp_path)  # same grid: fine
-    other = StudySpec(("prenorm",), (2, 4), (0,), TINY_BASE)
+    spec.check_compatible(tmp_path)  # same design: fine
+    assert StudySpec.from_dict(spec.to_dict()) == spec
     with pytest.raises(ValueError, match="different depths"):
-        other.check_compatible(tmp_path)
+        StudySpec(("prenorm",), (2, 4), (0,), TINY_BASE).check_compatible(tmp_path)
+    with pytest.raises(ValueError, match="different lrs"):
+        StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3)).check_compatible(tmp_path)
+
+
+def test_a_shape_sweep_sets_each_cells_width_and_needs_every_cell():
+    shapes = (("prenorm", 2, 48), ("prenorm", 4, 32), ("hc", 2, 44), ("hc", 4, 32))
+    spec = StudySpec(("prenorm", "hc"), (2, 4), (0,), TINY_BASE, shapes=shapes)
+    run = spec.run(Path("/tmp/s"), "hc", 2, 1e-3, 0, "final")
+    assert run.config["model"]["embed_dim"] == 44 and run.config["model"]["depth"] == 2
+    assert StudySpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    with pytest.raises(ValueError, match="--shapes must give one width per method and depth; missing: hc at depth 4"):
+        StudySpec(("prenorm", "hc"), (2, 4), (0,), TINY_BASE, shapes=shapes[:3])

@@ -62,11 +62,11 @@ def test_malformed_override_is_one_clear_error(override):
 
 
 @pytest.mark.parametrize("sections, message", [
-    ({"optimizer": {}}, r"unknown config key 'optimizer'; allowed: model, data, optim, run"),
-    ({"optim": {"lrr": 1.0}}, r"unknown config key optim\.'lrr'; allowed in optim: .*\blr\b"),
-    ({"model": {"name": "vit", "dept": 3}}, r"unknown config key model\.'dept' for model 'vit'; allowed: .*depth"),
-    ({"model": {"name": "vitt"}}, r"config key model\.name: unknown model 'vitt'; allowed: .*cait"),
-    ({"data": {"name": "imagenet"}}, r"config key data\.name: 'imagenet' is not allowed; allowed: digits"),
+    ({"optimizer": {}}, r"unknown config key optimizer \(did you mean optim\?\); allowed: model, data, optim, run"),
+    ({"optim": {"lrr": 1.0}}, r"unknown config key optim\.lrr \(did you mean lr\?\); allowed in optim: .*\blr\b"),
+    ({"model": {"name": "vit", "dept": 3}}, r"unknown config key model\.dept for model 'vit' \(did you mean depth\?\); allowed: .*depth"),
+    ({"model": {"name": "vitt"}}, r"config key model\.name: unknown model 'vitt' \(did you mean vit\?\); allowed: .*cait"),
+    ({"data": {"name": "imagenet"}}, r"config key data\.name: 'imagenet' is not allowed \(did you mean imagefolder\?\); allowed: digits"),
     ({"data": {"batch_size": "big"}}, r"config key data\.batch_size: expected int, got 'big' \(str\)"),
     ({"data": {"batch_size": 32.5}}, r"config key data\.batch_size: expected int, got 32\.5"),
     ({"data": {"augment": 1}}, r"config key data\.augment: expected bool, got 1 \(int\)"),

@@ -23,7 +23,7 @@ NEW_RUN_ERRORS = [
     ("missing data folder", lambda tmp: tiny_config(data={"name": "mnist", "path": str(tmp / "no-such-dir")}),
      FileNotFoundError, r"no-such-dir: data directory for mnist not found"),
     ("unknown dataset", lambda tmp: tiny_config(data={"name": "imagenet"}),
-     ValueError, r"config key data\.name: 'imagenet' is not allowed; allowed: digits, mnist"),
+     ValueError, r"config key data\.name: 'imagenet' is not allowed \(did you mean imagefolder\?\); allowed: digits, mnist"),
     ("unknown model", lambda tmp: _replace_model(tiny_config(), name="vit_gigantic"),
      ValueError, r"config key model\.name: unknown model 'vit_gigantic'; allowed: .*vit"),
     ("image size the model cannot take", lambda tmp: tiny_config(model={"patch_size": 3}),
@@ -32,7 +32,7 @@ NEW_RUN_ERRORS = [
     ("channels the data does not have", lambda tmp: tiny_config(model={"in_chans": 3}),
      ValueError, r"model\.in_chans 3 does not match dataset 'digits', which has 1 channels"),
     ("unknown config key", lambda tmp: tiny_config(optim={"learning_rate": 0.1}),
-     ValueError, r"unknown config key optim\.'learning_rate'; allowed in optim: "),
+     ValueError, r"unknown config key optim\.learning_rate; allowed in optim: "),
     ("wrong type", lambda tmp: tiny_config(optim={"epochs": "ten"}),
      ValueError, r"config key optim\.epochs: expected int, got 'ten' \(str\)"),
     ("batch larger than the data", lambda tmp: tiny_config(data={"batch_size": 5000}),
@@ -131,7 +131,7 @@ RESUME_ERRORS = [
     ("config changed to another architecture", lambda run_dir: None, ["model.depth=4"], ValueError,
      r"checkpoint of another architecture than the configured model: missing \['blocks\.2\."),
     ("no checkpoint", _no_checkpoints, [], FileNotFoundError, r"checkpoints: no checkpoint to resume from"),
-    ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError, r"unknown config key run\.'sed'"),
+    ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError, r"unknown config key run\.sed \(did you mean seed\?\)"),
 ]
 
 

@@ -51,7 +51,8 @@ def read_cifar(name: str, data_dir: str | Path | None) -> RawImageData:
     """
     folder, train_files, test_file, meta_file, label_key, names_key, num_classes = _SPECS[name]
     if data_dir is None:
-        raise ValueError(f"{name}: no data directory given; pass --data-dir DIR (the {folder} folder or its parent)")
+        raise ValueError(f"{name}: no data directory given; set data.path to the {folder} folder or its parent "
+                         "(--data-path DIR, --set data.path=DIR)")
     directory = Path(data_dir)
     if (directory / folder).is_dir():
         directory = directory / folder

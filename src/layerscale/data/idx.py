@@ -98,7 +98,8 @@ def read_mnist_like(name: str, data_dir: str | Path | None) -> RawImageData:
     if data_dir is None:
         if name != "fashion-mnist":
             raise ValueError(
-                f"{name}: no data directory given; pass --data-dir DIR (data_dir=DIR) holding "
+                f"{name}: no data directory given; set data.path to a folder (--data-path DIR, --set data.path=DIR) "
+                "holding "
                 "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz], "
                 "t10k-labels-idx1-ubyte[.gz]"
             )
@@ -108,7 +109,8 @@ def read_mnist_like(name: str, data_dir: str | Path | None) -> RawImageData:
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"Fashion-MNIST not found in {directory}: install the Debian package dataset-fashion-mnist "
-                "(apt-get install dataset-fashion-mnist) or pass --data-dir DIR with the four IDX files"
+                "(apt-get install dataset-fashion-mnist) or set data.path to a folder with the four IDX files "
+                "(--data-path DIR, --set data.path=DIR)"
             ) from None
     else:
         directory = Path(data_dir)

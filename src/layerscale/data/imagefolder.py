@@ -63,7 +63,8 @@ def read_imagefolder(
     missing directory, ValueError for an empty folder or an unreadable image.
     """
     if data_dir is None:
-        raise ValueError("imagefolder: no data directory given; pass --data-dir DIR (one sub-folder per class)")
+        raise ValueError("imagefolder: no data directory given; set data.path to a folder with one sub-folder per "
+                         "class (--data-path DIR, --set data.path=DIR)")
     root = Path(data_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: image folder not found")

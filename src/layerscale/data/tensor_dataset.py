@@ -69,3 +69,17 @@ class TensorImageDataset(Dataset):
         if self.transform is not None:
             x = self.transform(x)
         return (x - self.mean) / self.std, self.labels[index]
+
+    def __getitems__(self, indices: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The samples ``[self[i] for i in indices]``, normalised in one pass over the batch when there is no transform.
+
+        ``DataLoader`` calls this once per batch instead of ``__getitem__`` per sample. The arithmetic is the same
+        element-wise division and subtraction as :meth:`__getitem__` (each element correctly rounded), so the samples
+        are bit for bit those of ``__getitem__``; with a transform (random augmentation) the samples are built one by
+        one, in order, so the random draws are unchanged too.
+        """
+        if self.transform is not None:
+            return [self[i] for i in indices]
+        index = torch.as_tensor(indices, dtype=torch.int64)
+        x = (self.images[index].to(torch.float32).div_(self.pixel_max) - self.mean) / self.std
+        return list(zip(x.unbind(0), self.labels[index].unbind(0)))

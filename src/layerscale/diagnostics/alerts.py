@@ -9,9 +9,12 @@ Three conditions, each checked per block and branch on every record (thresholds 
 * ``scale_collapse``: ``mean|γ| < scale_collapse · mean|γ_init|`` — the scale shrinks toward zero and switches the
   branch off (skipped when the reference ``mean|γ_init|`` is 0, e.g. ReZero, whose α starts at exactly 0).
 
-An alert is reported once when its condition becomes true and again only after the condition has cleared, so a
-run that stays in a bad state does not flood the log. Each alert is a Python ``logging`` warning on the
-``layerscale.diagnostics`` logger and a JSONL event ``{"split": "diagnostics_warning", ...}``.
+Each event's ``value`` and ``threshold`` are in the same unit: the ratio and ``ratio_max`` for an explosion, the
+growth factor ``r_t / r_prev`` and ``ratio_growth`` for a growth, ``mean|γ|`` and ``scale_collapse · mean|γ_init|``
+for a collapse. An alert is reported once when its condition becomes true and again only after the condition has
+cleared, so a run that stays in a bad state does not flood the log (:meth:`AlertTracker.state_dict` carries this
+across a resume). Each alert is a Python ``logging`` warning on the ``layerscale.diagnostics`` logger and a JSONL
+event ``{"split": "diagnostics_warning", ...}``.
 """
 
 from __future__ import annotations
@@ -59,6 +62,24 @@ class AlertTracker:
         self._previous_ratio: dict[tuple[str, str], float] = {}
         self._active: set[tuple[str, str, str]] = set()
 
+    def state_dict(self) -> dict:
+        """What the next :meth:`check` depends on, as plain lists (saved in training checkpoints, so a resumed run
+        raises exactly the warnings of an uninterrupted one): the previous ratio per branch, the active alerts and
+        the reference ``mean|γ_init|`` per branch."""
+        return {"previous_ratio": [[block, branch, ratio] for (block, branch), ratio in self._previous_ratio.items()],
+                "active": sorted([list(key) for key in self._active]),
+                "scale_init": [[block, branch, value] for (block, branch), value in self.scale_init.items()]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s output (``ValueError`` for anything else)."""
+        try:
+            previous = {(str(b), str(br)): float(r) for b, br, r in state["previous_ratio"]}
+            active = {(str(b), str(br), str(k)) for b, br, k in state["active"]}
+            scale_init = {(str(b), str(br)): float(v) for b, br, v in state["scale_init"]}
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"not a diagnostics alert state: {str(state)[:120]}") from None
+        self._previous_ratio, self._active, self.scale_init = previous, active, scale_init
+
     def check(self, record: dict) -> list[dict]:
         """The new alert events for ``record`` (a ``diagnostics`` record), each also logged as a warning."""
         events = []
@@ -93,8 +114,10 @@ class AlertTracker:
             previous = self._previous_ratio.get((block, branch))
             grew = (previous is not None and previous > 0 and math.isfinite(ratio) and th.ratio_growth > 0
                     and ratio >= th.ratio_growth_min and ratio / previous > th.ratio_growth)
-            yield ("ratio_growth", ratio, th.ratio_growth,
-                   f"branch-to-stream ratio grew x{ratio / previous:.3g} since the last record "
+            growth = ratio / previous if previous is not None and previous > 0 and math.isfinite(ratio) else None
+            # value and threshold in the same unit: the growth factor between two records (not the ratio itself)
+            yield ("ratio_growth", growth, th.ratio_growth,
+                   f"branch-to-stream ratio grew x{growth:.3g} since the last record "
                    f"({previous:.4g} -> {ratio:.4g}; limit x{th.ratio_growth:g})" if grew else None)
             self._previous_ratio[(block, branch)] = ratio
         scale = stats.get("scale_mean")

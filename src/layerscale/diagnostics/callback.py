@@ -9,7 +9,9 @@ wires :class:`LayerScaleMonitor` to the step through hooks that need no change i
 * an optimizer step pre-hook reads the gradient norms (after the trainer's clipping; these are what the
   optimizer applies);
 * an optimizer step post-hook measures the update ratios and writes the record with ``trainer.log`` (rank 0
-  writes ``metrics.jsonl``) and, with ``run.tensorboard``, scalars to ``RUN_DIR/tensorboard``.
+  writes ``metrics.jsonl``) and, with ``run.tensorboard``, scalars to ``RUN_DIR/tensorboard`` through the run's
+  own writer (``trainer.metrics.add_scalars``: one TensorBoard writer per process, so the purge a resumed run
+  writes at its first step cannot erase the other writer's new points).
 
 A step skipped as non-finite never reaches the optimizer: its record (forward statistics only) is written when
 the next step opens, which helps find the block that diverged.
@@ -43,7 +45,7 @@ class DiagnosticsCallback(Callback):
         self.monitor: LayerScaleMonitor | None = None
         self._trainer = None
         self._handles: list[Any] = []
-        self._writer = None
+        self._restored_alerts: dict | None = None
 
     @classmethod
     def from_settings(cls, section: Any) -> DiagnosticsCallback | None:
@@ -68,17 +70,24 @@ class DiagnosticsCallback(Callback):
         self.monitor = LayerScaleMonitor(trainer.model, every=self.every, log_fn=self._log,
                                          thresholds=self.thresholds, track_updates=self.track_updates,
                                          warn=is_main)
+        if self._restored_alerts is not None:
+            self.monitor.load_alert_state(self._restored_alerts)
+            self._restored_alerts = None
         self._handles = [
             trainer.model.register_forward_pre_hook(self._open_step),
             trainer.optimizer.register_step_pre_hook(lambda *_: self.monitor.after_backward()),
             trainer.optimizer.register_step_post_hook(lambda *_: self.monitor.after_optimizer_step()),
         ]
-        if is_main and trainer.config.run.tensorboard:
-            from torch.utils.tensorboard import SummaryWriter  # the runner already checked the tb extra
 
-            first = trainer.state.step
-            self._writer = SummaryWriter(str(trainer.run_dir / "tensorboard"), filename_suffix=".diagnostics",
-                                         purge_step=first + 1 if first else None)
+    def state_dict(self) -> dict:
+        """The warning state, saved in each training checkpoint (see :mod:`layerscale.train.callback_state`)."""
+        if self.monitor is not None:
+            return {"alerts": self.monitor.alert_state()}
+        return {"alerts": self._restored_alerts} if self._restored_alerts is not None else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Keep a checkpoint's warning state for the monitor that :meth:`on_train_start` builds."""
+        self._restored_alerts = state.get("alerts") if isinstance(state, dict) else None
 
     def on_train_end(self, trainer) -> None:
         if self.monitor is not None:
@@ -97,10 +106,9 @@ class DiagnosticsCallback(Callback):
 
     def _log(self, record: dict) -> None:
         self._trainer.log(json_safe(record))
-        if self._writer is not None and record.get("split") == "diagnostics":
-            for tag, value in tensorboard_scalars(record).items():
-                self._writer.add_scalar(tag, value, record["step"])
-            self._writer.flush()
+        add_scalars = getattr(self._trainer.metrics, "add_scalars", None)
+        if add_scalars is not None and record.get("split") == "diagnostics":
+            add_scalars(tensorboard_scalars(record), record["step"])
 
     def _remove_hooks(self) -> None:
         if self.monitor is not None:
@@ -108,6 +116,3 @@ class DiagnosticsCallback(Callback):
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None

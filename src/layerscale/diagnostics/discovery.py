@@ -14,6 +14,8 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm ViT-style blocks (``ls1``/``ls2`` modules, :class:`timm.layers.LayerScale` or ``nn.Identity``): ``s_i`` is
   the output of ``ls{i}``.
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
+* Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
+  added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer).
 
 The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
 update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
@@ -89,6 +91,9 @@ def _stream_arg(block: nn.Module) -> int | str:
 def _ours(name: str, block: nn.Module) -> BlockProbe | None:
     if not isinstance(block, _ResidualBranches):
         return None
+    if getattr(block, "stream_mix1", None) is not None:  # the stream is (..., n, d): no one stream to measure
+        raise ValueError(f"{name}: the multi-stream residual {block.residual!r} is not supported by the block "
+                         f"diagnostics (monitor, report, depth analysis); use a single-stream method")
     branches = []
     for i, branch in enumerate(BRANCHES, start=1):
         fn = getattr(block, branch)
@@ -157,7 +162,30 @@ def _gamma_params(name: str, block: nn.Module) -> BlockProbe | None:
     return BlockProbe(name, block, _stream_arg(block), tuple(branches))
 
 
-_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params)
+def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
+    """Hugging Face GPT-2 (``ln_1, attn, ln_2, mlp``) and Llama-family (``input_layernorm, self_attn,
+    post_attention_layernorm, mlp``) decoder layers, and ViT layers (``layernorm_before, attention,
+    layernorm_after, mlp``): Pre-LN, no scale; ``s_i`` is the attention / MLP output."""
+    for attn, norm2 in (("attn", "ln_2"), ("self_attn", "post_attention_layernorm"), ("attention", "layernorm_after")):
+        if all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp", norm2)):
+            second_norm = getattr(block, norm2)
+            return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", getattr(block, attn), None),
+                                               _hf_decoder_branch("mlp", block.mlp, second_norm)))
+    return None
+
+
+def _hf_decoder_branch(name: str, branch: nn.Module, stream_module: nn.Module | None) -> BranchProbe:
+    """A decoder branch; its scale is the ``layer_scale`` that ``add_layerscale`` put in its output layer
+    (``c_proj`` / ``o_proj`` / ``down_proj``), inside the branch, so the branch's output already is ``s``."""
+    for child in ("c_proj", "o_proj", "down_proj"):
+        scaled = getattr(branch, child, None)
+        gamma = getattr(scaled, "layer_scale", None)
+        if isinstance(gamma, torch.Tensor):
+            return BranchProbe(name, branch, None, stream_module, gamma, _scale_kind(gamma), _init_of(scaled))
+    return BranchProbe(name, branch, None, stream_module, None, None)
+
+
+_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_decoder)
 
 
 def find_blocks(model: nn.Module) -> list[BlockProbe]:
@@ -182,6 +210,6 @@ def find_blocks(model: nn.Module) -> list[BlockProbe]:
         raise ValueError(
             f"found no transformer blocks in {type(model).__name__}: expected layerscale Block/ClassAttentionBlock, "
             f"timm blocks (ls1/ls2 or gamma_1/gamma_2 with attn, mlp, norm2) or Hugging Face layers "
-            f"(layer_scale1/layer_scale2)"
+            f"(layer_scale1/layer_scale2, GPT-2 ln_2/attn/mlp, Llama post_attention_layernorm/self_attn/mlp)"
         )
     return found

@@ -159,6 +159,14 @@ class LayerScaleMonitor:
                     )
         return reference
 
+    def alert_state(self) -> dict:
+        """The warning state (:meth:`AlertTracker.state_dict`), for a checkpoint."""
+        return self._alerts.state_dict()
+
+    def load_alert_state(self, state: dict) -> None:
+        """Restore :meth:`alert_state` (on resume, before the first monitored step)."""
+        self._alerts.load_state_dict(state)
+
     # ---- the step protocol -------------------------------------------------------------------------------------
 
     def begin_step(self, step: int, force: bool = False) -> bool:

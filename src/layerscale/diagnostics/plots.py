@@ -215,6 +215,8 @@ def plot_scale_heatmap(run: RunData, branch: str = "attn", ax=None, norm=None):
     else:
         mids = (steps[1:] + steps[:-1]) / 2
         x_edges = np.concatenate(([steps[0] - (mids[0] - steps[0])], mids, [steps[-1] + (steps[-1] - mids[-1])]))
+    if steps[0] >= 0:  # from step 0, never below: the record of step 1 is the state at initialisation
+        x_edges[0] = 0.0 if steps[0] <= 1 else max(0.0, x_edges[0])
     y_edges = np.arange(grid.shape[0] + 1) + 0.5
     positive = grid[np.isfinite(grid) & (grid > 0)]
     if norm is None and positive.size:
@@ -222,6 +224,7 @@ def plot_scale_heatmap(run: RunData, branch: str = "attn", ax=None, norm=None):
     masked = np.ma.masked_where(~np.isfinite(grid) | (grid <= 0), grid)
     mesh = ax.pcolormesh(x_edges, y_edges, masked, norm=norm, cmap="viridis", shading="flat")
     ax.set_ylim(y_edges[-1], y_edges[0])  # block 1 at the top: depth reads downwards
+    ax.xaxis.get_major_locator().set_params(integer=True)  # steps are whole numbers
     ax.set_yticks(_block_ticks(grid.shape[0]))
     return ax.figure, mesh
 

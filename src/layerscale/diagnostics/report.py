@@ -23,7 +23,7 @@ from ..atomic_io import write_bytes_atomic
 from . import plots
 from .run_data import RunData, read_run
 
-__all__ = ["ReportSection", "Report", "standard_sections", "write_report"]
+__all__ = ["ReportSection", "Report", "standard_sections", "write_html_document", "write_report"]
 
 _MAX_WARNINGS_SHOWN = 50
 
@@ -119,10 +119,11 @@ def _warnings_table(runs: Sequence[RunData]) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in
                          (name, w.get("step"), w.get("block"), w.get("branch"), w.get("kind"), w.get("value"),
-                          w.get("threshold"))) + "</tr>"
+                          w.get("threshold"), w.get("message"))) + "</tr>"
         for name, w in shown)
     more = f"<p>… and {len(rows) - len(shown)} more (see metrics.jsonl).</p>" if len(rows) > len(shown) else ""
-    head = "".join(f"<th>{h}</th>" for h in ("run", "step", "block", "branch", "kind", "value", "threshold"))
+    head = "".join(f"<th>{h}</th>" for h in ("run", "step", "block", "branch", "kind", "value", "threshold",
+                                                     "message"))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
@@ -166,16 +167,28 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
     if duplicate is not None:
         raise ValueError(f"two runs are both named {duplicate!r}; the legend could not tell them apart (rename "
                          f"one directory)")
+    sections = [*lead_sections, *standard_sections(runs),
+                ReportSection("Diagnostics warnings", html=_warnings_table(runs)), *extra_sections]
+    title = title or ("Run report: " + ", ".join(names) if len(runs) <= 3 else f"Report of {len(runs)} runs")
+    report = write_html_document(out_path, sections, title, dpi=dpi,
+                                 intro_html=f"<h2>Runs</h2>\n{_runs_table(runs)}\n{_notes(runs)}")
+    report.runs = runs
+    return report
+
+
+def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSection], title: str,
+                        intro_html: str = "", dpi: int = 100, generator: str = "layerscale report") -> Report:
+    """Write ``sections`` as one self-contained HTML page at ``out_path`` (figures embedded as base64 PNG, each
+    also written to ``<out stem>_figures/<section file stem>.png``): the title, a generated-by line, the trusted
+    ``intro_html``, then each section's heading, paragraph, figure and trusted HTML. Every file is written
+    atomically. Raises ``ValueError`` when ``out_path`` does not end in ``.html``."""
     out = Path(out_path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"report path must end in .html, got {str(out)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
     figures_dir = out.parent / f"{out.stem}_figures"
     figures_dir.mkdir(exist_ok=True)
-
-    sections = [*lead_sections, *standard_sections(runs),
-                ReportSection("Diagnostics warnings", html=_warnings_table(runs)), *extra_sections]
-    report = Report(out, runs=runs)
+    report = Report(out)
     blocks = []
     for section in sections:
         parts = [f"<h2>{html.escape(section.title)}</h2>"]
@@ -192,16 +205,13 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
             parts.append(section.html)
         blocks.append("\n".join(parts))
 
-    title = title or ("Run report: " + ", ".join(names) if len(runs) <= 3 else f"Report of {len(runs)} runs")
     document = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
-<p class="meta">Generated {time.strftime('%Y-%m-%d %H:%M')} by <code>layerscale report</code>.
+<p class="meta">Generated {time.strftime('%Y-%m-%d %H:%M')} by <code>{html.escape(generator)}</code>.
 Figures are embedded; the same PNGs are in <code>{html.escape(figures_dir.name)}/</code>.</p>
-<h2>Runs</h2>
-{_runs_table(runs)}
-{_notes(runs)}
+{intro_html}
 {''.join(blocks)}
 </body></html>
 """

@@ -19,6 +19,7 @@ from torch import nn
 from ..checkpoint_io import read_state_dict_file, unwrap_state_dict
 from .formats import CANONICAL, detect_format, get_format, resolve_format_name
 from .rules import ConversionReport, format_keys
+from .settings import compare_settings, config_settings, model_settings, settings_not_in_keys
 
 __all__ = [
     "normalize_checkpoint",
@@ -76,7 +77,7 @@ def convert_with_report(state_dict: Mapping[str, torch.Tensor], source: str = "a
         source = detect_format(state_dict)
         notes.append(f"detected format: {source}")
     source = resolve_format_name(source)
-    report = ConversionReport(source, target, notes=notes)
+    report = ConversionReport(source, target, notes=notes, unchecked=list(settings_not_in_keys(source)))
     state_dict = _drop_prefixes(state_dict, drop, report)
     src_fmt, dst_fmt = get_format(source), get_format(target)
     canonical = state_dict if src_fmt is None else src_fmt.to_canonical(state_dict, report)
@@ -125,7 +126,10 @@ def format_of_model(model: nn.Module) -> str:
                      f"its .dinov2 backbone)")
 
 
-def _read(checkpoint: str | os.PathLike | Mapping[str, Any]) -> tuple[StateDict, list[str]]:
+def _read(checkpoint: str | os.PathLike | Mapping[str, Any] | nn.Module) -> tuple[StateDict, list[str]]:
+    if isinstance(checkpoint, nn.Module):
+        return {k: v.detach() for k, v in checkpoint.state_dict().items()}, [
+            f"read the state dict of a {type(checkpoint).__name__}"]
     if isinstance(checkpoint, (str, os.PathLike)):
         loaded = read_state_dict_file(checkpoint)
         notes = [f"read {Path(checkpoint)} ({loaded.file_format})"]
@@ -135,26 +139,69 @@ def _read(checkpoint: str | os.PathLike | Mapping[str, Any]) -> tuple[StateDict,
     return normalize_checkpoint(checkpoint, "checkpoint")
 
 
-def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mapping[str, Any],
-                         source: str = "auto", *, strict: bool = True, drop: Sequence[str] = ()) -> ConversionReport:
-    """Load ``checkpoint`` (a path or a state dict, any supported format) into ``model``; return the report.
+def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mapping[str, Any] | nn.Module,
+                         source: str = "auto", *, strict: bool = True, drop: Sequence[str] = (),
+                         config: Any = None) -> ConversionReport:
+    """Load ``checkpoint`` (a path, a state dict, or a model object; any supported format) into ``model``; return
+    the report.
 
     The checkpoint is converted to ``model``'s own layout (:func:`format_of_model`) and compared with
     ``model.state_dict()`` before anything is copied: keys the model lacks, and shape mismatches, always raise
     ``ValueError`` listing them; keys the checkpoint lacks raise too unless ``strict=False`` (then they keep their
-    current values and are listed in the report's notes — e.g. a classification head when loading a backbone).
+    current values and are listed in the report's notes — e.g. a classification head when loading a backbone;
+    missing ``qkv`` biases are refused even then: they mean a model built with ``qkv_bias=False``).
+
+    Settings that change the computation without changing any key (pooling, ``fc_norm``, activation, norm ε,
+    head count, ...; :mod:`layerscale.interop.settings`) are compared with ``model``'s when ``checkpoint`` is a
+    model object (timm ``VisionTransformer`` / ``Cait``, ``transformers`` ``Dinov2Model``, ours) or ``config``
+    (a Hugging Face DINOv2 config, its dict or its ``config.json`` path) is given; a difference raises
+    ``ValueError`` naming it. Otherwise the report's ``unchecked`` lists the settings that went unchecked.
     """
+    source_settings = model_settings(checkpoint) if isinstance(checkpoint, nn.Module) else {}
+    if config is not None:
+        source_settings = {**source_settings, **config_settings(config)}
+    if source == "auto" and isinstance(checkpoint, nn.Module):
+        source = format_of_model(checkpoint)
+    target_settings = model_settings(model)
+    if source_settings:
+        compare_settings(source_settings, target_settings, "checkpoint's source model", type(model).__name__)
     tensors, notes = _read(checkpoint)
     target = format_of_model(model)
     converted, report = convert_with_report(tensors, source, target, drop=drop)
+    _refuse_peerless_residual(model, report.source)
     report.notes[:0] = notes
+    if source_settings and target_settings:
+        report.unchecked = [name for name in report.unchecked
+                            if source_settings.get(name) is None or target_settings.get(name) is None]
     missing = check_fits(model.state_dict(), converted, strict=strict,
                          what=f"checkpoint ({report.source}) does not fit {type(model).__name__}")
+    _refuse_missing_qkv_bias(missing, type(model).__name__)
     with torch.no_grad():
         model.load_state_dict(converted, strict=not missing)
     if missing:
         report.notes.append(f"kept the model's own values for {len(missing)} key(s) {format_keys(missing)}")
     return report
+
+
+#: Residual methods whose blocks have no timm / Hugging Face counterpart: extra streams (Hyper-Connections, mHC),
+#: extra norms and head scales (NormFormer) or a learned skip weight (Admin). Their checkpoints stay in our format.
+PEERLESS_RESIDUALS = frozenset({"hc", "hc_static", "mhc", "normformer", "admin"})
+
+
+def _refuse_peerless_residual(model: nn.Module, other_format: str) -> None:
+    residual = getattr(model, "residual", None)
+    if other_format != CANONICAL and residual in PEERLESS_RESIDUALS:
+        raise ValueError(f"residual {residual!r} has no {other_format} checkpoint layout (timm and Hugging Face have "
+                         f"no such blocks); keep its checkpoints in the {CANONICAL!r} format")
+
+
+def _refuse_missing_qkv_bias(missing: list[str], model_name: str) -> None:
+    """Missing query/key/value biases are a different model (``qkv_bias=False``), not a head left to train."""
+    qkv = [k for k in missing if k.endswith(("qkv.bias", "q_proj.bias", "k_proj.bias", "v_proj.bias"))]
+    if qkv:
+        raise ValueError(f"the checkpoint has no query/key/value biases but the {model_name} has them "
+                         f"({format_keys(qkv, 3)}): the source was built with qkv_bias=False; build the model "
+                         f"with qkv_bias=False")
 
 
 def check_fits(expected: Mapping[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor], *, strict: bool = True,
@@ -182,5 +229,6 @@ def check_fits(expected: Mapping[str, torch.Tensor], state_dict: Mapping[str, to
 
 def export_state_dict(model: nn.Module, target: str) -> StateDict:
     """``model.state_dict()`` renamed into format ``target`` (tensors detached; see :func:`convert_state_dict`)."""
+    _refuse_peerless_residual(model, resolve_format_name(target))
     state = {k: v.detach() for k, v in model.state_dict().items()}
     return convert_state_dict(state, format_of_model(model), target)

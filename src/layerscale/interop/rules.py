@@ -119,6 +119,9 @@ class ConversionReport:
     dropped: list[tuple[str, str]] = field(default_factory=list)
     added: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Settings that change the computation but not the keys, and were not checked (no source model or config;
+    #: see :mod:`layerscale.interop.settings`).
+    unchecked: list[str] = field(default_factory=list)
 
     def count(self, label: str, n: int = 1) -> None:
         self.counts[label] = self.counts.get(label, 0) + n
@@ -133,6 +136,9 @@ class ConversionReport:
             out.append(f"  dropped {key}: {reason}")
         for key, reason in self.added:
             out.append(f"  added {key}: {reason}")
+        if self.unchecked:
+            out.append(f"  not checked (keys cannot show them; pass the source model or its config): "
+                       f"{', '.join(self.unchecked)}")
         return out
 
 

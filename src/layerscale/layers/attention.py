@@ -3,7 +3,8 @@
 Every variant accepts ``head_scale_init``: when given, a :class:`HeadScale` multiplies each head's output before the
 heads are merged (the ``layerscale_head`` method) and the output projection is built **without a bias**, so that the
 whole branch output is ``Σ_h γ_h W_h o_h`` and is exactly ε-small at initialisation (a bias added after the merge would
-not be scaled). Folding ``γ_h`` into the columns of ``proj`` for head ``h`` is exact.
+not be scaled). Folding ``γ_h`` into the columns of ``proj`` for head ``h`` is exact. ``proj_bias`` overrides that
+choice (NormFormer's head scale starts at 1 and keeps the bias); ``None`` means "no bias when there is a head scale".
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def _mix_heads(mix: nn.Linear, scores: torch.Tensor, scale: float = 1.0) -> torc
 class _MultiHeadOutput(nn.Module):
     """Shared tail of every attention variant: optional per-head scale, merge heads, project, dropout."""
 
-    def _build_output(self, dim: int, num_heads: int, head_scale_init: float | None, proj_drop: float) -> None:
+    def _build_output(self, dim: int, num_heads: int, head_scale_init: float | None, proj_drop: float,
+                      proj_bias: bool | None = None) -> None:
         self.head_scale = HeadScale(num_heads, head_scale_init) if head_scale_init is not None else None
-        self.proj = nn.Linear(dim, dim, bias=head_scale_init is None)
+        self.proj = nn.Linear(dim, dim, bias=head_scale_init is None if proj_bias is None else proj_bias)
         self.proj_drop = nn.Dropout(proj_drop)
 
     def _merge(self, heads: torch.Tensor) -> torch.Tensor:
@@ -59,14 +61,15 @@ class Attention(_MultiHeadOutput):
     """
 
     def __init__(self, dim: int, num_heads: int = 8, qkv_bias: bool = True, attn_drop: float = 0.0,
-                 proj_drop: float = 0.0, causal: bool = False, head_scale_init: float | None = None) -> None:
+                 proj_drop: float = 0.0, causal: bool = False, head_scale_init: float | None = None,
+                 proj_bias: bool | None = None) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = _check_heads(dim, num_heads)
         self.causal = causal
         self.attn_drop = attn_drop
         self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
-        self._build_output(dim, num_heads, head_scale_init, proj_drop)
+        self._build_output(dim, num_heads, head_scale_init, proj_drop, proj_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N, C = x.shape
@@ -89,7 +92,7 @@ class TalkingHeadAttention(_MultiHeadOutput):
     """
 
     def __init__(self, dim: int, num_heads: int = 8, qkv_bias: bool = True, attn_drop: float = 0.0,
-                 proj_drop: float = 0.0, head_scale_init: float | None = None) -> None:
+                 proj_drop: float = 0.0, head_scale_init: float | None = None, proj_bias: bool | None = None) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = _check_heads(dim, num_heads)
@@ -98,7 +101,7 @@ class TalkingHeadAttention(_MultiHeadOutput):
         self.attn_drop = nn.Dropout(attn_drop)
         self.proj_l = nn.Linear(num_heads, num_heads)
         self.proj_w = nn.Linear(num_heads, num_heads)
-        self._build_output(dim, num_heads, head_scale_init, proj_drop)
+        self._build_output(dim, num_heads, head_scale_init, proj_drop, proj_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N, C = x.shape
@@ -117,7 +120,7 @@ class ClassAttention(_MultiHeadOutput):
     """
 
     def __init__(self, dim: int, num_heads: int = 8, qkv_bias: bool = True, attn_drop: float = 0.0,
-                 proj_drop: float = 0.0, head_scale_init: float | None = None) -> None:
+                 proj_drop: float = 0.0, head_scale_init: float | None = None, proj_bias: bool | None = None) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = _check_heads(dim, num_heads)
@@ -125,7 +128,7 @@ class ClassAttention(_MultiHeadOutput):
         self.q = nn.Linear(dim, dim, bias=qkv_bias)
         self.k = nn.Linear(dim, dim, bias=qkv_bias)
         self.v = nn.Linear(dim, dim, bias=qkv_bias)
-        self._build_output(dim, num_heads, head_scale_init, proj_drop)
+        self._build_output(dim, num_heads, head_scale_init, proj_drop, proj_bias)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         B, N, C = u.shape

@@ -13,8 +13,9 @@ _SCHEDULES = ("uniform", "linear")
 def drop_path_rates(depth: int, rate: float, schedule: str = "linear") -> list[float]:
     """Per-block drop rates for ``depth`` blocks.
 
-    ``linear``: block ``i`` (0-based) gets ``rate · i / (depth - 1)`` (DeiT, ViT); ``uniform``: every block gets
-    ``rate`` (CaiT uses the same rate in every block).
+    ``linear``: block ``i`` (0-based) gets ``rate · i / (depth - 1)`` (DeiT, ViT), so the first block is never
+    dropped; one block gets ``[0.0]``, as ``torch.linspace(0, rate, 1)`` gives in timm. ``uniform``: every block
+    gets ``rate`` (CaiT uses the same rate in every block).
     """
     if not 0.0 <= float(rate) < 1.0:
         raise ValueError(f"drop_path_rate must be in [0, 1), got {rate!r}")
@@ -22,8 +23,10 @@ def drop_path_rates(depth: int, rate: float, schedule: str = "linear") -> list[f
         raise ValueError(f"drop_path_schedule must be one of {_SCHEDULES}, got {schedule!r}")
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
-    if schedule == "uniform" or depth == 1:
+    if schedule == "uniform":
         return [float(rate)] * depth
+    if depth == 1:
+        return [0.0]
     return [float(rate) * i / (depth - 1) for i in range(depth)]
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["scaled_residual_add", "ScaledResidualAdd"]
+__all__ = ["ScaledResidualAdd", "scaled_residual_add"]
 
 #: Elements per chunk and per intra-op thread in the CPU backward (4 MiB of float32 per thread): small enough that a
 #: chunk of ``g`` is still cached for its second use, large enough that each op's thread start-up is amortised.
@@ -89,7 +89,8 @@ class ScaledResidualAdd(torch.autograd.Function):
         rows = grad.numel() // width
         acc_dtype = _accumulation_dtype(torch.promote_types(grad.dtype, ctx.gamma_dtype))
         step = max(1, CPU_CHUNK_ELEMENTS_PER_THREAD * torch.get_num_threads() // width)
-        if grad.device.type != "cpu" or rows <= step:
+        # create_graph=True (double backward) needs differentiable ops: the chunked path writes through out=.
+        if grad.device.type != "cpu" or rows <= step or torch.is_grad_enabled():
             d_branch, d_gamma = _whole_grads(grad, branch, gamma, keep_mask, need_branch, need_gamma, acc_dtype)
         else:
             d_branch, d_gamma = _chunked_grads(grad, branch, gamma, keep_mask, need_branch, need_gamma, acc_dtype,

@@ -11,6 +11,7 @@ so that a deep Pre-LN transformer starts close to the identity map and each bloc
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -28,11 +29,12 @@ __all__ = [
 
 
 def init_value_for_depth(depth: int) -> float:
-    """The CaiT paper's rule for the LayerScale initial value ε as a function of the number of blocks.
+    """The LayerScale initial value ε as a function of the number of blocks, after the CaiT paper.
 
-    ε = 0.1 for depth ≤ 18, ε = 1e-5 for 18 < depth ≤ 24 and ε = 1e-6 beyond (Touvron et al. 2021, §3).
-    Note that the official CaiT code departs from the text for some models (XXS36 uses 1e-5); the named models
-    in :mod:`layerscale.models` carry their official values.
+    The paper (Touvron et al. 2021, §3) gives ε = 0.1 up to depth 18, ε = 1e-5 at depth 24 and ε = 1e-6 beyond.
+    It says nothing of depths 19–23: extending 1e-5 down to 19 (so ε = 1e-5 for 18 < depth ≤ 24) is this library's
+    choice. The official CaiT code departs from the text for some models (XXS36 uses 1e-5); the named models in
+    :mod:`layerscale.models` carry their official values.
     """
     if isinstance(depth, bool) or not isinstance(depth, int):
         raise ValueError(f"depth must be a positive int, got {depth!r}")
@@ -46,11 +48,11 @@ def init_value_for_depth(depth: int) -> float:
 
 
 def check_init_value(init_value: float, name: str = "init_value") -> float:
-    """Return ``float(init_value)`` or raise ``ValueError`` if it is negative, not finite or not a number."""
-    try:
-        value = float(init_value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number >= 0, got {init_value!r}") from None
+    """Return ``float(init_value)`` or raise ``ValueError`` if it is negative, not finite, or not a real number
+    (strings such as ``"0.1"`` and booleans are refused, not converted)."""
+    if isinstance(init_value, (bool, str, bytes)) or not isinstance(init_value, numbers.Real):
+        raise ValueError(f"{name} must be a finite number >= 0, got {init_value!r} ({type(init_value).__name__})")
+    value = float(init_value)
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {init_value!r}")
     return value

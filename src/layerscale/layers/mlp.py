@@ -12,18 +12,25 @@ class Mlp(nn.Module):
     """Two-layer feed-forward network ``fc2(drop(GELU(fc1(x))))`` with hidden width ``hidden_features``.
 
     Keys ``fc1.*`` and ``fc2.*`` match timm's ``Mlp``; ``fc2`` is the linear that produces the branch output, the
-    one into which a LayerScale γ can be folded.
+    one into which a LayerScale γ can be folded. ``mid_norm`` (a module over the hidden width, or ``None``) normalises
+    the hidden activations after the activation and its dropout, ``fc2(mid_norm(drop(GELU(fc1(x)))))`` — NormFormer's
+    FFN LayerNorm (key ``mid_norm.*``; absent when ``None``).
     """
 
     def __init__(self, in_features: int, hidden_features: int, out_features: int | None = None,
-                 act_layer: type[nn.Module] = nn.GELU, drop: float = 0.0, bias: bool = True) -> None:
+                 act_layer: type[nn.Module] = nn.GELU, drop: float = 0.0, bias: bool = True,
+                 mid_norm: nn.Module | None = None) -> None:
         super().__init__()
         out_features = out_features or in_features
         self.fc1 = nn.Linear(in_features, hidden_features, bias=bias)
         self.act = act_layer()
         self.drop1 = nn.Dropout(drop)
+        self.mid_norm = mid_norm
         self.fc2 = nn.Linear(hidden_features, out_features, bias=bias)
         self.drop2 = nn.Dropout(drop)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
+        h = self.drop1(self.act(self.fc1(x)))
+        if self.mid_norm is not None:
+            h = self.mid_norm(h)
+        return self.drop2(self.fc2(h))

@@ -12,24 +12,34 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..integrations.hub import HubMixin
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.drop_path import drop_path_rates
 from ..layers.layer_scale import init_value_for_depth
-from ..layers.norms import layer_norm
+from ..layers.norms import norm_factory
 from ..layers.patch_embed import PatchEmbed
 from ..residual.registry import resolve_residual
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
+from .timm_api import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, TimmClassifierAPI, classifier_head
+from .timm_api import resolve_init_value_alias
 from .validation import check_heads, check_patch, check_positive_int, check_rate
 
 __all__ = ["CaiT"]
 
 
-class CaiT(GradCheckpointing, nn.Module):
+class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
     """CaiT classifier. ``init_value=None`` takes the depth rule of the self-attention depth.
 
-    ``grad_checkpointing=True`` recomputes each block (class-attention blocks too) in the backward.
+    ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
+    ``grad_checkpointing=True`` recomputes each block (class-attention blocks too) in the backward. timm's
+    interface comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI` (``forward_intermediates`` returns
+    the self-attention blocks' patch tokens, as timm's ``Cait``), ``save_pretrained`` / ``from_pretrained`` from
+    :class:`~layerscale.integrations.hub.HubMixin`.
     """
+
+    _cfg_defaults = dict(interpolation="bicubic", crop_pct=1.0, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,
+                         pool_size=None, first_conv="patch_embed.proj", classifier="head")
 
     def __init__(self, img_size: int = 224, patch_size: int = 16, in_chans: int = 3, num_classes: int = 1000,
                  embed_dim: int = 192, depth: int = 24, num_heads: int = 4, mlp_ratio: float = 4.0,
@@ -37,22 +47,24 @@ class CaiT(GradCheckpointing, nn.Module):
                  init_value: float | None = None, ls_placement: str = "both", attn_type: str = "talking_heads",
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
                  drop_path_schedule: str = "uniform", norm_eps: float = 1e-6,
-                 grad_checkpointing: bool = False) -> None:
+                 grad_checkpointing: bool = False, init_values: float | None = None,
+                 norm: str = "layernorm") -> None:
         super().__init__()
+        init_value = resolve_init_value_alias(init_value, init_values)
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("depth", depth)
         check_positive_int("depth_token_only", depth_token_only)
         check_positive_int("in_chans", in_chans)
-        check_positive_int("num_classes", num_classes)
         check_heads(embed_dim, num_heads)
         check_patch(img_size, patch_size)
         check_rate("drop_rate", drop_rate)
         method = resolve_residual(residual)
-        norm_layer = layer_norm(norm_eps)
+        norm_layer = norm_factory(norm, norm_eps)
         epsilon = init_value if init_value is not None else init_value_for_depth(depth)
         total = depth + depth_token_only
         self.num_classes, self.embed_dim, self.depth, self.residual = num_classes, embed_dim, depth, method.name
         self.init_value = epsilon
+        self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches, embed_dim))
@@ -71,7 +83,7 @@ class CaiT(GradCheckpointing, nn.Module):
         ])
         self.norm = method.final_norm(norm_layer, embed_dim)
         self.head_drop = nn.Dropout(drop_rate)
-        self.head = nn.Linear(embed_dim, num_classes)
+        self.head = classifier_head(embed_dim, num_classes)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -79,19 +91,24 @@ class CaiT(GradCheckpointing, nn.Module):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.trunc_normal_(self.cls_token, std=0.02)
         init_transformer_weights(self)
+        self.residual_method.prepare_model(self)
+
+    def _embed_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W) -> (B, N, D)``: patches with the position embedding, before the blocks."""
+        return self.pos_drop(self.patch_embed(x) + self.pos_embed)
+
+    def _finish_features(self, x: torch.Tensor) -> torch.Tensor:
+        """The self-attention blocks' output ``(B, N, D)`` → class attention → normalised ``[cls; patches]``."""
+        cls = self.residual_method.expand_stream(self.cls_token.expand(x.shape[0], -1, -1))
+        for block in self.blocks_token_only:
+            cls = self._run_block(block, x, cls)
+        x = torch.cat((self.residual_method.reduce_stream(cls), x), dim=1)
+        return x if self.norm is None else self.norm(x)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W) -> (B, 1 + N, D)``: normalised ``[cls; patches]``."""
-        x = self.pos_drop(self.patch_embed(x) + self.pos_embed)
-        x = self._run_blocks(self.blocks, x)
-        cls = self.cls_token.expand(x.shape[0], -1, -1)
-        for block in self.blocks_token_only:
-            cls = self._run_block(block, x, cls)
-        x = torch.cat((cls, x), dim=1)
-        return x if self.norm is None else self.norm(x)
-
-    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.head_drop(x[:, 0]))
+        stream = self._run_blocks(self.blocks, self.residual_method.expand_stream(self._embed_tokens(x)))
+        return self._finish_features(self.residual_method.reduce_stream(stream))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Class logits ``(B, num_classes)``."""

@@ -10,29 +10,39 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..integrations.hub import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
-from ..layers.norms import layer_norm
+from ..layers.norms import norm_factory
 from ..residual.registry import resolve_residual
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
+from .timm_api import TimmModelAPI, resolve_init_value_alias
 from .validation import check_heads, check_positive_int, check_rate
 
 __all__ = ["GPT"]
 
 
-class GPT(GradCheckpointing, nn.Module):
+class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
     """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``.
 
+    ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
+    ``no_weight_decay``, ``num_features``, ``forward_intermediates`` (token format ``NLC``) and timm's
+    ``init_values`` come from :class:`~layerscale.models.timm_api.TimmModelAPI`; ``save_pretrained`` /
+    ``from_pretrained`` from :class:`~layerscale.integrations.hub.HubMixin`.
     """
+
+    _cfg_defaults = dict(first_conv=None, classifier=None)
 
     def __init__(self, vocab_size: int = 256, block_size: int = 256, embed_dim: int = 384, depth: int = 6,
                  num_heads: int = 6, mlp_ratio: float = 4.0, qkv_bias: bool = True, residual: str = "layerscale",
                  init_value: float | None = None, ls_placement: str = "both", drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
-                 norm_eps: float = 1e-5, grad_checkpointing: bool = False) -> None:
+                 norm_eps: float = 1e-5, grad_checkpointing: bool = False, init_values: float | None = None,
+                 norm: str = "layernorm") -> None:
         super().__init__()
+        init_value = resolve_init_value_alias(init_value, init_values)
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("block_size", block_size)
@@ -40,9 +50,10 @@ class GPT(GradCheckpointing, nn.Module):
         check_heads(embed_dim, num_heads)
         check_rate("drop_rate", drop_rate)
         method = resolve_residual(residual)
-        norm_layer = layer_norm(norm_eps)
+        norm_layer = norm_factory(norm, norm_eps)
         self.vocab_size, self.block_size, self.embed_dim, self.depth = vocab_size, block_size, embed_dim, depth
         self.residual = method.name
+        self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
         self.wte = nn.Embedding(vocab_size, embed_dim)
         self.wpe = nn.Embedding(block_size, embed_dim)
         self.drop = nn.Dropout(drop_rate)
@@ -59,15 +70,22 @@ class GPT(GradCheckpointing, nn.Module):
     def reset_parameters(self) -> None:
         """Re-initialise every parameter (usable after ``to_empty()`` from the meta device)."""
         init_transformer_weights(self)
+        self.residual_method.prepare_model(self)
 
-    def forward_features(self, tokens: torch.Tensor) -> torch.Tensor:
+    def _embed_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, T)`` token ids → ``(B, T, D)`` token plus position embeddings, before the blocks."""
         if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"expected integer tokens of shape (B, T), got {tuple(tokens.shape)} {tokens.dtype}")
         T = tokens.shape[1]
         if T > self.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.block_size}")
         positions = torch.arange(T, device=tokens.device)
-        x = self._run_blocks(self.blocks, self.drop(self.wte(tokens) + self.wpe(positions)))
+        return self.drop(self.wte(tokens) + self.wpe(positions))
+
+    def forward_features(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, T)`` token ids → ``(B, T, D)`` normalised hidden states."""
+        stream = self._run_blocks(self.blocks, self.residual_method.expand_stream(self._embed_tokens(tokens)))
+        x = self.residual_method.reduce_stream(stream)
         return x if self.norm is None else self.norm(x)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -2,18 +2,22 @@
 
 Named configurations carry their published hyper-parameters (CaiT: the official per-model LayerScale ε and
 stochastic-depth rate). Any constructor argument may be overridden (``img_size``, ``patch_size``, ``depth``,
-``embed_dim``, ``num_heads``, ``num_classes``, ``in_chans``, ``residual``, ...). Overriding ``depth`` without
-``init_value`` re-derives ε from the CaiT depth rule for the new depth.
+``embed_dim``, ``num_heads``, ``num_classes``, ``in_chans``, ``residual``, ...). Overriding ``depth`` with another
+value and without ``init_value`` re-derives ε from the CaiT depth rule for the new depth (the model's own depth keeps
+its official ε).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch import nn
 
+from ..suggest import did_you_mean
 from .cait import CaiT
 from .gpt import GPT
 from .vit import VisionTransformer
@@ -58,14 +62,21 @@ _MODELS: dict[str, _Entry] = {
 }
 
 
-def list_models() -> list[str]:
-    """Names accepted by :func:`create_model`."""
-    return sorted(_MODELS)
+def list_models(pattern: str | None = None) -> list[str]:
+    """Names accepted by :func:`create_model`, sorted; with ``pattern``, only those matching it (an ``fnmatch``
+    pattern, as timm's ``list_models``: ``"cait*"``, ``"*_224"``, ``"gpt_?ano"``)."""
+    names = sorted(_MODELS)
+    if pattern is None:
+        return names
+    if not isinstance(pattern, str):
+        raise ValueError(f"pattern must be a string such as 'cait*', got {pattern!r}")
+    return [name for name in names if fnmatch.fnmatchcase(name, pattern)]
 
 
 def _entry(name: str) -> _Entry:
     if name not in _MODELS:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(list_models())}")
+        raise ValueError(f"unknown model {name!r}{did_you_mean(name, list_models())}; known models: "
+                         f"{', '.join(list_models())}")
     return _MODELS[name]
 
 
@@ -78,8 +89,16 @@ def model_defaults(name: str) -> dict[str, Any]:
     return args
 
 
-def create_model(name: str, **overrides: Any) -> nn.Module:
+def create_model(name: str, pretrained: bool = False, pretrained_cfg_overlay: dict[str, Any] | None = None,
+                 **overrides: Any) -> nn.Module:
     """Build model ``name`` with random weights, its named configuration updated by ``overrides``.
+
+    ``pretrained=True`` loads local weights named by ``pretrained_cfg_overlay=dict(file=PATH)`` (timm's spelling)
+    through :func:`layerscale.load_pretrained_into`: any format it recognises (timm, the official CaiT / DeiT III
+    releases, Hugging Face DINOv2, ours). Nothing is downloaded; ``pretrained=True`` without a file is a
+    ``ValueError`` saying where weights come from. With ``num_classes`` overridden and a head of another size in
+    the file, the head keeps its random initialisation (as timm does). The other overlay entries update the
+    model's ``pretrained_cfg`` (e.g. ``mean``, ``std``, ``crop_pct``).
 
     Unknown names and unknown override keys raise ``ValueError`` listing what is allowed; impossible
     configurations (width not divisible by heads, image size not divisible by patch size, depth < 1) raise
@@ -89,8 +108,57 @@ def create_model(name: str, **overrides: Any) -> nn.Module:
     args = model_defaults(name)
     unknown = sorted(set(overrides) - set(args))
     if unknown:
-        raise ValueError(f"unknown argument(s) {unknown} for model {name!r}; allowed: {', '.join(sorted(args))}")
-    if "depth" in overrides and "init_value" not in overrides and "init_value" in entry.defaults:
+        hint = did_you_mean(unknown[0], args)
+        raise ValueError(f"unknown argument(s) {', '.join(unknown)} for model {name!r}{hint}; allowed: "
+                         f"{', '.join(sorted(args))}")
+    if ("depth" in overrides and not {"init_value", "init_values"} & set(overrides) and "init_value" in entry.defaults
+            and overrides["depth"] != entry.defaults.get("depth")):  # the model's own depth keeps its official ε
         args["init_value"] = None
+    if overrides.get("init_values") is not None and "init_value" not in overrides:
+        args["init_value"] = None  # the alias replaces the named configuration's ε
     args.update(overrides)
-    return entry.family(**args)
+    overlay = _check_overlay(name, pretrained, pretrained_cfg_overlay)
+    model = entry.family(**args)
+    if hasattr(model, "pretrained_cfg"):
+        model.pretrained_cfg = {"architecture": name, **{k: v for k, v in overlay.items() if k != "file"}}
+    if pretrained:
+        _load_local_weights(model, overlay["file"], head_may_differ="num_classes" in overrides)
+    return model
+
+
+def _check_overlay(name: str, pretrained: Any, overlay: dict[str, Any] | None) -> dict[str, Any]:
+    if not isinstance(pretrained, bool):
+        raise ValueError(f"pretrained must be True or False, got {pretrained!r}")
+    if overlay is not None and not isinstance(overlay, dict):
+        raise ValueError(f"pretrained_cfg_overlay must be a dict such as dict(file='weights.safetensors'), "
+                         f"got {overlay!r}")
+    overlay = dict(overlay or {})
+    if pretrained and not overlay.get("file"):
+        raise ValueError(f"pretrained=True for {name!r} needs local weights: pass pretrained_cfg_overlay="
+                         f"dict(file=PATH) with a checkpoint from timm, the official CaiT / DeiT III release, "
+                         f"Hugging Face DINOv2 or save_pretrained / layerscale train (nothing is downloaded)")
+    if overlay.get("file") and not pretrained:
+        raise ValueError(f"pretrained_cfg_overlay names file={overlay['file']!r} but pretrained=False; pass "
+                         f"pretrained=True to load it")
+    if pretrained and not os.path.exists(overlay["file"]):
+        raise FileNotFoundError(f"{overlay['file']}: pretrained weights file not found")
+    return overlay
+
+
+def _load_local_weights(model: nn.Module, path: str, head_may_differ: bool) -> None:
+    from ..interop import load_pretrained_into  # the converter imports the interop tables: only when loading
+
+    if os.path.isdir(path):  # a save_pretrained folder: its weights file
+        weights = os.path.join(path, "model.safetensors")
+        if not os.path.isfile(weights):
+            raise FileNotFoundError(f"{path}: a folder without model.safetensors; pass the weights file itself")
+        path = weights
+    try:
+        load_pretrained_into(model, path)
+    except ValueError as error:
+        if not head_may_differ:
+            raise
+        try:  # another num_classes than the file's: load everything but the head
+            load_pretrained_into(model, path, strict=False, drop=("head.",))
+        except ValueError:
+            raise error from None

@@ -10,44 +10,58 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..integrations.hub import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
-from ..layers.norms import layer_norm
+from ..layers.norms import norm_factory
 from ..layers.patch_embed import PatchEmbed
 from ..residual.registry import resolve_residual
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
+from .class_token_path import class_token_logits, class_token_path_applies
 from .init import init_transformer_weights
+from .timm_api import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, TimmClassifierAPI, classifier_head
+from .timm_api import resolve_init_value_alias
 from .validation import check_heads, check_patch, check_positive_int, check_rate
 
 __all__ = ["VisionTransformer"]
 
 
-class VisionTransformer(GradCheckpointing, nn.Module):
+class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
     """A ViT classifier whose blocks use the residual method ``residual`` (default LayerScale).
 
     ``init_value=None`` takes the CaiT depth rule (:func:`layerscale.init_value_for_depth`); ``no_embed_class=True``
     (DeiT III) adds the position embedding to the patches only, before the class token is prepended.
+    ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
+    timm's interface (``pretrained_cfg``, ``no_weight_decay``, ``forward_intermediates``, ``reset_classifier``,
+    ``num_classes=0`` for features, ``init_values``) comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI`,
+    ``save_pretrained`` / ``from_pretrained`` from :class:`~layerscale.integrations.hub.HubMixin`.
     """
+
+    _cfg_defaults = dict(interpolation="bicubic", crop_pct=0.875, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,
+                         pool_size=None, first_conv="patch_embed.proj", classifier="head")
+    _intermediate_prefix_tokens = 1
 
     def __init__(self, img_size: int = 224, patch_size: int = 16, in_chans: int = 3, num_classes: int = 1000,
                  embed_dim: int = 384, depth: int = 12, num_heads: int = 6, mlp_ratio: float = 4.0,
                  qkv_bias: bool = True, residual: str = "layerscale", init_value: float | None = None,
                  ls_placement: str = "both", no_embed_class: bool = True, drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
-                 norm_eps: float = 1e-6, grad_checkpointing: bool = False) -> None:
+                 norm_eps: float = 1e-6, grad_checkpointing: bool = False, init_values: float | None = None,
+                 norm: str = "layernorm") -> None:
         super().__init__()
+        init_value = resolve_init_value_alias(init_value, init_values)
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("depth", depth)
         check_positive_int("in_chans", in_chans)
-        check_positive_int("num_classes", num_classes)
         check_heads(embed_dim, num_heads)
         check_patch(img_size, patch_size)
         check_rate("drop_rate", drop_rate)
         method = resolve_residual(residual)
-        norm_layer = layer_norm(norm_eps)
+        norm_layer = norm_factory(norm, norm_eps)
         self.num_classes, self.embed_dim, self.depth = num_classes, embed_dim, depth
         self.residual, self.no_embed_class = method.name, no_embed_class
+        self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
         num_patches = self.patch_embed.num_patches
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
@@ -62,7 +76,7 @@ class VisionTransformer(GradCheckpointing, nn.Module):
         ])
         self.norm = method.final_norm(norm_layer, embed_dim)
         self.head_drop = nn.Dropout(drop_rate)
-        self.head = nn.Linear(embed_dim, num_classes)
+        self.head = classifier_head(embed_dim, num_classes)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -70,21 +84,31 @@ class VisionTransformer(GradCheckpointing, nn.Module):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.normal_(self.cls_token, std=1e-6)
         init_transformer_weights(self)
+        self.residual_method.prepare_model(self)
 
-    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
-        """``(B, C, H, W) -> (B, 1 + N, D)`` normalised tokens."""
+    def _embed_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W) -> (B, 1 + N, D)``: ``[cls; patches]`` with the position embedding, before the blocks."""
         x = self.patch_embed(x)
         cls = self.cls_token.expand(x.shape[0], -1, -1)
         if self.no_embed_class:
             x = torch.cat((cls, x + self.pos_embed), dim=1)
         else:
             x = torch.cat((cls, x), dim=1) + self.pos_embed
-        x = self._run_blocks(self.blocks, self.pos_drop(x))
+        return self.pos_drop(x)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W) -> (B, 1 + N, D)`` normalised tokens."""
+        stream = self._run_blocks(self.blocks, self.residual_method.expand_stream(self._embed_tokens(x)))
+        x = self.residual_method.reduce_stream(stream)
         return x if self.norm is None else self.norm(x)
 
-    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.head_drop(x[:, 0]))
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Class logits ``(B, num_classes)``."""
+        """Class logits ``(B, num_classes)``.
+
+        Where it is exact (:func:`~layerscale.models.class_token_path.class_token_path_applies`), the last block is
+        computed for the class token only, the one row the head reads; ``model.class_token_path = False`` forces
+        the full path, which :meth:`forward_features` always takes.
+        """
+        if class_token_path_applies(self):
+            return class_token_logits(self, self._embed_tokens(x))
         return self.forward_head(self.forward_features(x))

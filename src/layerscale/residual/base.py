@@ -10,6 +10,20 @@ Each slot (``norm``, ``output_norm``, ``scale``, ``post_norm``) is a module or `
 from the state dict), ``skip_weight`` is a constant. A method says what goes in each slot for a block described by
 a :class:`BlockContext`; it may also own special initialisations through the modules it returns. Adding a method
 means one file with a :class:`ResidualMethod` subclass and one line in :mod:`layerscale.residual.registry`.
+
+Slots added for the frontier methods, all ``None`` (absent from the state dict) unless a method fills them, so the
+keys of every earlier method are unchanged:
+
+* ``skip_scale`` — a module applied to the stream on the skip path instead of the constant ``skip_weight``
+  (Admin's learnable ω, key ``skip{i}.omega``);
+* ``mid_norm`` — a normalisation inside the MLP, after its activation (NormFormer, key ``mlp.mid_norm.*``);
+* ``stream_mix`` — a multi-stream connection (Hyper-Connections, mHC, key ``stream_mix{i}.*``). A method with one
+  owns the stream through three hooks: :meth:`ResidualMethod.expand_stream` after the embedding,
+  ``stream_mix`` in every branch (``read`` the branch input from the streams, ``write`` the branch output back),
+  and :meth:`ResidualMethod.reduce_stream` before the head. The hooks default to no-ops.
+
+A fourth, model-level hook, :meth:`ResidualMethod.prepare_model`, runs at the end of a model's
+``reset_parameters()`` (Admin's profiling pass).
 """
 
 from __future__ import annotations
@@ -17,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+import torch
 from torch import nn
 
 from ..layers.layer_scale import check_init_value, init_value_for_depth
@@ -125,6 +140,42 @@ class ResidualMethod:
     def final_norm(self, norm_layer: NormFactory, dim: int) -> nn.Module | None:
         """The model's last normalisation before the head; Post-LN methods already end normalised."""
         return norm_layer(dim)
+
+    #: Whether the output projection of attention keeps its bias when :meth:`head_scale_init` gives a head scale
+    #: (NormFormer keeps it; the per-head LayerScale drops it so that the branch is ε-small at initialisation).
+    head_scale_keeps_proj_bias: ClassVar[bool] = False
+
+    def skip_scale(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        """A module applied to the stream on the skip path (replaces ``skip_weight``), e.g. Admin's ω."""
+        return None
+
+    def mid_norm(self, ctx: BlockContext, hidden_features: int) -> nn.Module | None:
+        """A normalisation of the MLP's hidden activations, after the activation function (NormFormer)."""
+        return None
+
+    # --- Multi-stream methods (Hyper-Connections): three hooks, no-ops for a single stream. ---
+
+    #: How many parallel residual streams the method keeps (1: the ordinary stream).
+    num_streams: int = 1
+
+    def stream_mix(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        """The connection of ``branch`` to a multi-stream residual, or ``None`` for the ordinary residual.
+
+        The module has ``read(stream) -> (branch_input, carried, write_weights)`` and
+        ``write(carried, write_weights, update) -> stream``, ``stream`` of shape ``(..., num_streams, dim)``.
+        """
+        return None
+
+    def expand_stream(self, x: torch.Tensor) -> torch.Tensor:
+        """The residual stream built from the embedded tokens ``x`` of shape ``(..., dim)`` (identity by default)."""
+        return x
+
+    def reduce_stream(self, stream: torch.Tensor) -> torch.Tensor:
+        """The tokens ``(..., dim)`` the head (after the final norm) reads from the stream (identity by default)."""
+        return stream
+
+    def prepare_model(self, model: nn.Module) -> None:
+        """Called at the end of a model's ``reset_parameters()`` (after its weights are initialised); no-op."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+from ..suggest import did_you_mean
 from .base import ResidualMethod
 
 __all__ = ["get_residual", "list_residuals", "resolve_residual"]
@@ -23,6 +24,11 @@ _METHODS: dict[str, str] = {
     "periln": "periln:PeriLN",
     "mixln": "mixln:MixLN",
     "dyt": "dyt:DyTResidual",
+    "hc": "hyper_connections:HyperConnections",
+    "hc_static": "hyper_connections:StaticHyperConnections",
+    "mhc": "mhc:ManifoldConstrainedHyperConnections",
+    "normformer": "normformer:NormFormer",
+    "admin": "admin:Admin",
 }
 
 
@@ -34,7 +40,8 @@ def list_residuals() -> list[str]:
 def get_residual(name: str) -> ResidualMethod:
     """A fresh instance of the method called ``name``; unknown names raise ``ValueError`` listing the known ones."""
     if name not in _METHODS:
-        raise ValueError(f"unknown residual method {name!r}; known methods: {', '.join(list_residuals())}")
+        raise ValueError(f"unknown residual method {name!r}{did_you_mean(name, list_residuals())}; known methods: "
+                         f"{', '.join(list_residuals())}")
     module_name, class_name = _METHODS[name].split(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
     return getattr(module, class_name)()

@@ -8,6 +8,7 @@ from torch import nn
 from ..layers.layer_scale import ScalarScale
 from ..layers.norms import NormFactory
 from .base import BlockContext, Branch, ResidualMethod
+from .torch_default_init import init_like_torch_defaults
 
 
 class ReZero(ResidualMethod):
@@ -23,6 +24,10 @@ class ReZero(ResidualMethod):
     the shared α receives the sum of the two branches' gradients. With per-branch α, ReZero and SkipInit at α = 0
     build the same block; both names are kept because the literature compares them.
 
+    **Initialisation from the reference code.** The block's attention and MLP linears take PyTorch's default
+    initialisation as in ``majumderb/rezero`` (Xavier-uniform packed ``qkv`` with zero bias, ``nn.Linear`` defaults
+    elsewhere; :mod:`layerscale.residual.torch_default_init`), not the ViT truncated normal of the other methods.
+
     ``init_value`` (the LayerScale ε) is ignored: ReZero's α starts at 0 by definition. ``ls_placement`` must stay
     ``"both"``: a branch without α and without normalisation grows with depth. There is no final norm before the
     head: ReZero removes normalisation altogether (the official model stacks its layers without a final LayerNorm).
@@ -35,6 +40,9 @@ class ReZero(ResidualMethod):
 
     def scale(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
         return ScalarScale(0.0)
+
+    def configure(self, block: nn.Module, ctx: BlockContext) -> None:
+        init_like_torch_defaults(block)
 
     def final_norm(self, norm_layer: NormFactory, dim: int) -> nn.Module | None:
         return None

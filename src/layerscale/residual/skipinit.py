@@ -10,6 +10,7 @@ from torch import nn
 from ..layers.layer_scale import ScalarScale, check_init_value
 from ..layers.norms import NormFactory
 from .base import BlockContext, Branch, ResidualMethod
+from .torch_default_init import init_like_torch_defaults
 
 
 class SkipInit(ResidualMethod):
@@ -21,6 +22,11 @@ class SkipInit(ResidualMethod):
     ``residual=`` (a positive α needs the block's ``depth``; α ≥ 1/√L raises). One α per branch, keys ``ls1.gamma``
     and ``ls2.gamma``. ``init_value`` (the LayerScale ε) is ignored; ``ls_placement`` must stay ``"both"``; no final
     norm (the method has no normalisation anywhere).
+
+    **Initialisation.** De & Smith define SkipInit for residual networks with He-initialised convolutions and give
+    no transformer recipe; the nearest transformer reference for a zero-initialised scalar gate without
+    normalisation is ReZero's code, whose PyTorch-default linears this method takes too
+    (:mod:`layerscale.residual.torch_default_init`). That choice is ours, stated in ``docs/methods.md``.
     """
 
     name = "skipinit"
@@ -43,6 +49,9 @@ class SkipInit(ResidualMethod):
 
     def scale(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
         return ScalarScale(self.alpha)
+
+    def configure(self, block: nn.Module, ctx: BlockContext) -> None:
+        init_like_torch_defaults(block)
 
     def final_norm(self, norm_layer: NormFactory, dim: int) -> nn.Module | None:
         return None

@@ -1,27 +1,39 @@
-"""Running a study grid: several runs at once, each in its own process, resumable.
+"""Running a list of study runs: several at once, each in its own process, resumable, failures isolated.
 
-A run is done when its directory holds ``study_status.json`` (finished or diverged); a run with a checkpoint but no
-status is resumed from it; anything else starts afresh. ``jobs`` processes run at once with ``threads`` intra-op
-threads each; on a small CPU, several single-threaded runs at once finish a grid sooner than one run with every
-thread (``benchmarks/bench_study_parallel.py`` measures it), so the default is one job per core.
+A run is done when its ``study_status.json`` says ``finished`` or ``diverged``, or ``paused`` at (or past) the step
+the run is asked to reach; a run with a checkpoint and nothing more is resumed from it; anything else starts afresh.
+``jobs`` processes run at once with ``threads`` intra-op threads each: on a small CPU several single-threaded runs
+at once finish a grid sooner than one run with every thread (``benchmarks/bench_study_parallel.py``), so the default
+is one job per core. A run that fails (exits non-zero without a status; divergence is a result, not a failure) is
+reported with its log and the others go on; :func:`run_pool` returns the failures.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
-from ..train.config import TrainConfig
-from .grid import RUNS_DIR, SPEC_FILE, RunSpec, StudySpec
-from .worker import STATUS_FILE
+from .grid import RunSpec
+from .worker import BOOTSTRAP, read_status
 
-__all__ = ["run_grid", "default_parallelism"]
+__all__ = ["RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs", "run_pool"]
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    run_id: str
+    exit_code: int | None
+    log: Path
+    last_line: str
+
+    def __str__(self) -> str:
+        return f"{self.run_id} (exit {self.exit_code}): {self.last_line} [log: {self.log}]"
 
 
 def default_parallelism(cores: int | None = None) -> tuple[int, int]:
@@ -31,64 +43,72 @@ def default_parallelism(cores: int | None = None) -> tuple[int, int]:
     return max(1, cores), 1
 
 
-def _progress(total: int, initial: int, enabled: bool):
+def is_done(run: RunSpec) -> bool:
+    """Whether ``run`` needs no more training (see the module docstring)."""
+    status = read_status(run.run_dir)
+    if status is None:
+        return False
+    if status.get("status") != "paused":
+        return True
+    return bool(run.stop_at_step) and int(status.get("step") or 0) >= run.stop_at_step
+
+
+def pending_runs(runs: list[RunSpec], desc: str, log=print) -> list[RunSpec]:
+    """The runs of ``runs`` that still need training, saying how many are already done (every engine's start)."""
+    pending = [r for r in runs if not is_done(r)]
+    done = len(runs) - len(pending)
+    if done and pending:
+        log(f"{desc}: {done} of {len(runs)} runs already done, {len(pending)} to go")
+    return pending
+
+
+def _progress(total: int, initial: int, enabled: bool, desc: str):
     if not enabled:
         return None
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, initial=initial, desc="study", unit="run", dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, desc=desc, unit="run", dynamic_ncols=True)
 
 
-def run_grid(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None = None, threads: int | None = None,
-             progress: bool = True, log=print) -> list[RunSpec]:
-    """Run every pending cell of ``spec`` under ``study_dir``; returns the grid.
-
-    Every run's config is validated before anything starts or is written (a bad key is one ``ValueError``). A run
-    that fails (not by divergence, which is a result) stops the study with a ``RuntimeError`` naming the run and
-    the last line of its log; finished runs are kept.
-    """
+def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, threads: int, progress: bool = True,
+             desc: str = "study", log=print) -> list[RunFailure]:
+    """Run every pending run of ``runs`` (configs already validated); returns the runs that failed."""
     study_dir = Path(study_dir)
-    auto_jobs, auto_threads = default_parallelism()
-    jobs, threads = jobs or auto_jobs, threads or auto_threads
     if jobs < 1 or threads < 1:
         raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
-    spec.check_compatible(study_dir)
-    runs = spec.runs(study_dir)
-    for r in runs:
-        TrainConfig.from_dict(r.config)
-    study_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(study_dir / SPEC_FILE, spec.to_dict())
-    (study_dir / RUNS_DIR).mkdir(parents=True, exist_ok=True)
-    pending = deque(r for r in runs if not (Path(r.config["run"]["out_dir"]) / STATUS_FILE).is_file())
+    pending = deque(pending_runs(runs, desc, log))
+    if not pending:
+        return []
     done = len(runs) - len(pending)
-    if done:
-        log(f"study {study_dir}: {done} of {len(runs)} runs already done, {len(pending)} to go")
-    bar = _progress(len(runs), done, progress)
+    bar = _progress(len(runs), done, progress, desc)
     running: dict[str, tuple[subprocess.Popen, RunSpec, object]] = {}
+    failures: list[RunFailure] = []
     try:
         while pending or running:
             while pending and len(running) < jobs:
                 run = pending.popleft()
-                running[run.run_id] = _start(run, study_dir, threads)
+                running[run.run_id + run.kind] = _start(run, study_dir, threads)
             time.sleep(0.2)
-            for run_id, (proc, run, log_file) in list(running.items()):
+            for key, (proc, run, log_file) in list(running.items()):
                 if proc.poll() is None:
                     continue
                 log_file.close()
-                del running[run_id]
-                run_dir = Path(run.config["run"]["out_dir"])
-                if proc.returncode != 0 or not (run_dir / STATUS_FILE).is_file():
-                    raise RuntimeError(f"run {run_id} failed (exit {proc.returncode}): "
-                                       f"{_last_line(study_dir / 'logs' / (run_id + '.log'))}")
-                status = json.loads((run_dir / STATUS_FILE).read_text(encoding="utf-8"))["status"]
+                del running[key]
+                status = read_status(run.run_dir)
+                if proc.returncode != 0 or status is None:
+                    log_path = _log_path(study_dir, run)
+                    failures.append(RunFailure(run.run_id, proc.returncode, log_path, last_line(log_path)))
+                    text = f"{run.run_id}: FAILED (exit {proc.returncode}), log {log_path}"
+                else:
+                    text = f"{run.run_id}: {status['status']}"
+                done += 1
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix_str(f"{run_id}: {status}")
+                    bar.set_postfix_str(text)
                 else:
-                    done += 1
-                    log(f"[{done}/{len(runs)}] {run_id}: {status}")
+                    log(f"[{done}/{len(runs)}] {text}")
     finally:
         for proc, _, log_file in running.values():
             proc.terminate()
@@ -96,26 +116,30 @@ def run_grid(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None 
             log_file.close()
         if bar is not None:
             bar.close()
-    return runs
+    return failures
+
+
+def _log_path(study_dir: Path, run: RunSpec) -> Path:
+    return study_dir / "logs" / run.kind / f"{run.run_id}.log"
 
 
 def _start(run: RunSpec, study_dir: Path, threads: int):
-    config_path = study_dir / "configs" / f"{run.run_id}.json"
+    config_path = study_dir / "configs" / run.kind / f"{run.run_id}.json"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(config_path, run.config)
-    log_path = study_dir / "logs" / f"{run.run_id}.log"
+    log_path = _log_path(study_dir, run)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_file = open(log_path, "a", encoding="utf-8")
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "layerscale.study.worker", run.config["run"]["out_dir"], str(config_path),
-         str(threads)],
+        [sys.executable, "-c", BOOTSTRAP, str(os.getpid()), str(run.run_dir), str(config_path), str(threads)],
         stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
     )
     return proc, run, log_file
 
 
-def _last_line(path: Path) -> str:
+def last_line(path: Path) -> str:
+    """The last non-empty line of ``path`` (``(no log)`` / ``(empty log)`` when there is none)."""
     try:
         lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
     except OSError:

@@ -1,89 +1,219 @@
-"""The study grid: every (method, depth, seed) combination with the same data, optimiser and budget.
+"""The study grid: methods × depths × seeds, each method at its own tuned learning rate and at a shared one.
 
-A study is a base training config (a mapping of sections, see ``docs/training.md``) plus the lists of residual
-methods, depths and seeds. Each combination becomes one run whose config differs from the base only in
-``model.residual``, ``model.depth`` and ``run.seed`` (and its own ``run.out_dir``).
+A study is a base training config (``docs/training.md``) plus the lists of residual methods, depths, seeds and
+learning rates. Every run's config differs from the base only in ``model.residual``, ``model.depth``,
+``optim.lr``, ``run.seed`` and the study's own keys (validation split, early stopping, the pause step of tuning
+runs, its run directory).
+
+Two kinds of run:
+
+- **tuning runs** (``runs/tune/<method>-d<depth>-lr<lr>-s<tune_seed>``): every learning rate of ``lrs`` for every
+  (method, depth), with the tuning seed, evaluated on the validation split only (``run.evaluate_test: false``);
+  successive halving pauses and continues them (:mod:`layerscale.study.tuning`);
+- **final runs** (``runs/<method>-d<depth>-lr<lr>-s<seed>``): every seed at the tuned learning rate of the cell
+  and at the shared learning rate, trained to the full budget (or early stopping) and evaluated once on the
+  test split. A cell whose tuned rate is the shared one shares its final runs between both tables.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..residual.registry import list_residuals
+from ..suggest import did_you_mean
 
-__all__ = ["StudySpec", "RunSpec", "SPEC_FILE", "RUNS_DIR"]
+__all__ = ["StudySpec", "RunSpec", "SPEC_FILE", "RUNS_DIR", "TUNE_DIR", "format_lr"]
 
 SPEC_FILE = "study.json"
 RUNS_DIR = "runs"
+TUNE_DIR = "tune"
+
+
+def format_lr(lr: float) -> str:
+    """The learning rate as it appears in run ids and tables: ``1e-3`` → ``0.001``; ``3e-4`` → ``0.0003``."""
+    return f"{lr:g}"
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One cell of the grid: its id (the run directory's name) and its full training config."""
+    """One run: what it varies, whether it tunes or reports, its pause step (0: full budget) and its config."""
 
     method: str
     depth: int
+    lr: float
     seed: int
+    kind: str  # "tune" | "final"
     config: dict[str, Any]
+    stop_at_step: int = 0
 
     @property
     def run_id(self) -> str:
-        return f"{self.method}-d{self.depth}-s{self.seed}"
+        return f"{self.method}-d{self.depth}-lr{format_lr(self.lr)}-s{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.config["run"]["out_dir"])
+
+
+def _positive_ints(name: str, values) -> None:
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+        raise ValueError(f"--{name} must be positive integers, got {list(values)}")
 
 
 @dataclass(frozen=True)
 class StudySpec:
-    """``methods × depths × seeds`` over ``base`` (a training config mapping). Validated on construction."""
+    """The study's design, validated on construction (every problem is one ``ValueError`` naming the value).
+
+    ``lrs`` empty: no tuning, every run at the shared rate ``base['optim']['lr']``. ``reference``: the method the
+    paired differences are taken against (default ``prenorm`` when studied, else the first method).
+    ``validation_fraction``: the share of the training split held out for tuning and early stopping.
+    Successive halving starts every rate at ``min_budget`` of the budget and keeps the best ``1/halving_rate``
+    (rounded up) at each rung. ``patience``/``min_delta``: early stopping (0: off). ``target``: the validation
+    accuracy (classification) or loss (text) whose first crossing is reported as steps-to-target.
+    """
 
     methods: tuple[str, ...]
     depths: tuple[int, ...]
     seeds: tuple[int, ...]
     base: dict[str, Any] = field(default_factory=dict)
+    lrs: tuple[float, ...] = ()
+    reference: str | None = None
+    validation_fraction: float = 0.1
+    tune_seed: int = 1000
+    min_budget: float = 0.25
+    halving_rate: int = 3
+    patience: int = 0
+    min_delta: float = 0.0
+    target: float | None = None
+    shared_table: bool = True
+    #: DepthBench-style shape sweep: ``(method, depth, width)`` for every cell, chosen so that every cell has the
+    #: same parameter budget (:func:`layerscale.study.shapes.choose_shapes`); empty: every cell at the base width
+    shapes: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
+        from ..residual.registry import list_residuals  # here: the CLI builds presets without importing models
+
         known = list_residuals()
         if not self.methods:
             raise ValueError(f"--methods is empty; choose from: {', '.join(known)}")
         for method in self.methods:
             if method not in known:
-                raise ValueError(f"unknown residual method {method!r} in --methods; known methods: {', '.join(known)}")
-        if not self.depths or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in self.depths):
-            raise ValueError(f"--depths must be positive integers, got {list(self.depths)}")
+                raise ValueError(f"unknown residual method {method!r} in --methods{did_you_mean(method, known)}; "
+                                 f"known methods: {', '.join(known)}")
+        _positive_ints("depths", self.depths)
         if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
             raise ValueError(f"seeds must be integers >= 0, got {list(self.seeds)}")
-        for name, values in (("methods", self.methods), ("depths", self.depths), ("seeds", self.seeds)):
+        for name, values in (("methods", self.methods), ("depths", self.depths), ("seeds", self.seeds),
+                             ("lrs", self.lrs)):
             if len(set(values)) != len(values):
                 raise ValueError(f"--{name} lists a value twice: {list(values)}")
+        for lr in self.lrs:
+            if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+                raise ValueError(f"--lrs must be positive numbers, got {list(self.lrs)}")
+        if self.reference is not None and self.reference not in self.methods:
+            raise ValueError(f"--reference {self.reference!r} is not one of the studied methods "
+                             f"({', '.join(self.methods)})")
+        if self.reference is None:  # resolved once, so a saved study compares equal to the same design
+            object.__setattr__(self, "reference", "prenorm" if "prenorm" in self.methods else self.methods[0])
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ValueError(f"--validation-fraction must be in [0, 1), got {self.validation_fraction}")
+        if len(self.lrs) > 1 and self.validation_fraction <= 0:
+            raise ValueError("tuning the learning rate (--lrs with more than one value) needs a validation split: "
+                             f"--validation-fraction must be > 0, got {self.validation_fraction}")
+        if self.tune_seed in self.seeds:
+            raise ValueError(f"the tuning seed {self.tune_seed} is also a reporting seed; the tuning runs must be "
+                             "separate from the reported ones")
+        if not 0.0 < self.min_budget <= 1.0:
+            raise ValueError(f"--min-budget must be in (0, 1], got {self.min_budget}")
+        if isinstance(self.halving_rate, bool) or not isinstance(self.halving_rate, int) or self.halving_rate < 2:
+            raise ValueError(f"--halving-rate must be an integer >= 2, got {self.halving_rate}")
+        if isinstance(self.patience, bool) or not isinstance(self.patience, int) or self.patience < 0:
+            raise ValueError(f"--patience must be an integer >= 0, got {self.patience}")
+        if self.shapes:
+            object.__setattr__(self, "shapes", tuple(tuple(row) for row in self.shapes))
+            missing = [f"{m} at depth {d}" for m, d in self.cells() if self.width(m, d) is None]
+            if missing or len(self.shapes) != len(self.cells()):
+                raise ValueError(f"--shapes must give one width per method and depth; missing: "
+                                 f"{', '.join(missing) or 'none'} ({len(self.shapes)} shapes for "
+                                 f"{len(self.cells())} cells)")
 
-    def runs(self, study_dir: Path) -> list[RunSpec]:
-        """The grid in a fixed order (depth, then method, then seed) with each run's directory set."""
-        runs = []
-        for depth in self.depths:
-            for method in self.methods:
+    # ------------------------------------------------------------------------------------------------ derived
+    @property
+    def reference_method(self) -> str:
+        return self.reference
+
+    @property
+    def shared_lr(self) -> float:
+        """The one learning rate of the shared table (the base config's ``optim.lr``, default 1e-3)."""
+        return float(self.base.get("optim", {}).get("lr", 1e-3))
+
+    @property
+    def tuned(self) -> bool:
+        return len(self.lrs) > 1
+
+    def width(self, method: str, depth: int) -> int | None:
+        """The cell's width under a shape sweep (``None`` without one: the base's width)."""
+        return next((w for m, d, w in self.shapes if (m, d) == (method, depth)), None)
+
+    def cells(self) -> list[tuple[str, int]]:
+        """``(method, depth)`` in the grid's fixed order (depth, then method)."""
+        return [(m, d) for d in self.depths for m in self.methods]
+
+    def run(self, study_dir: Path, method: str, depth: int, lr: float, seed: int, kind: str,
+            stop_at_step: int = 0) -> RunSpec:
+        """The :class:`RunSpec` of one run, its config derived from the base."""
+        config = copy.deepcopy(self.base)
+        config.setdefault("model", {}).update(residual=method, depth=depth)
+        if self.shapes:
+            config["model"]["embed_dim"] = self.width(method, depth)
+        config.setdefault("optim", {})["lr"] = float(lr)
+        data = config.setdefault("data", {})
+        data["validation_fraction"] = self.validation_fraction
+        run = config.setdefault("run", {})
+        run.update(seed=seed, patience=self.patience, min_delta=self.min_delta, stop_at_step=stop_at_step,
+                   evaluate_test=kind == "final")
+        spec = RunSpec(method, depth, float(lr), seed, kind, config, stop_at_step)
+        folder = study_dir / RUNS_DIR / (TUNE_DIR if kind == "tune" else "")
+        run["out_dir"] = str(folder / spec.run_id)
+        return spec
+
+    def final_runs(self, study_dir: Path, chosen: dict[tuple[str, int], float]) -> list[RunSpec]:
+        """Every seed of every cell at its chosen rate and (with ``shared_table``) at the shared rate; a run
+        needed by both tables appears once."""
+        runs: dict[str, RunSpec] = {}
+        for method, depth in self.cells():
+            tuned = chosen.get((method, depth), self.shared_lr)  # None: tuning not finished (report only)
+            rates = [tuned] if tuned is not None else []
+            if self.shared_table:
+                rates.append(self.shared_lr)
+            for lr in rates:
                 for seed in self.seeds:
-                    config = copy.deepcopy(self.base)
-                    config.setdefault("model", {}).update(residual=method, depth=depth)
-                    run = config.setdefault("run", {})
-                    run["seed"] = seed
-                    spec = RunSpec(method, depth, seed, config)
-                    run["out_dir"] = str(study_dir / RUNS_DIR / spec.run_id)
-                    runs.append(spec)
-        return runs
+                    r = self.run(study_dir, method, depth, lr, seed, "final")
+                    runs.setdefault(r.run_id, r)
+        return list(runs.values())
 
+    # ---------------------------------------------------------------------------------------------- storage
     def to_dict(self) -> dict[str, Any]:
         return {"methods": list(self.methods), "depths": list(self.depths), "seeds": list(self.seeds),
-                "base": self.base}
+                "lrs": list(self.lrs), "reference": self.reference_method,
+                "validation_fraction": self.validation_fraction, "tune_seed": self.tune_seed,
+                "min_budget": self.min_budget, "halving_rate": self.halving_rate, "patience": self.patience,
+                "min_delta": self.min_delta, "target": self.target, "shared_table": self.shared_table,
+                "shapes": [list(row) for row in self.shapes], "base": self.base}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
-        return cls(tuple(raw["methods"]), tuple(raw["depths"]), tuple(raw["seeds"]), raw.get("base", {}))
+        keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
+                "min_delta", "target", "shared_table", "shapes")
+        extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes") else raw[k]) for k in keys if k in raw}
+        return cls(tuple(raw["methods"]), tuple(raw["depths"]), tuple(raw["seeds"]), raw.get("base", {}), **extra)
 
     def check_compatible(self, study_dir: Path) -> None:
-        """Refuse to continue a study directory that was started with a different grid or base config."""
+        """Refuse to continue a study directory that was started with a different design."""
         path = study_dir / SPEC_FILE
         if not path.is_file():
             return
@@ -91,6 +221,8 @@ class StudySpec:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: unreadable study file ({exc})") from None
+        if isinstance(saved, dict):
+            saved.pop("executor", None)  # where the runs execute (study.executors): the results do not depend on it
         current = json.loads(json.dumps(self.to_dict()))
         if saved != current:
             differing = [k for k in current if saved.get(k) != current[k]]

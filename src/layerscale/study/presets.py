@@ -1,16 +1,18 @@
-"""Named studies: the demo, the Fashion-MNIST depth study and the 1,000-block run.
+"""Named studies: the demo, the Fashion-MNIST depth study, the language-model depth study and the 1,000-block run.
 
-Each preset is a base training config (``docs/training.md``) with default methods, depths and seeds. The budgets and
-learning rates were fixed before any of these studies was run, by the rule stated in ``docs/RESULTS.md``: AdamW at
-the learning rate that is standard for small ViTs trained from scratch (1e-3, cosine, 5 % warmup, weight decay
-0.05), the same for every method and depth, and a step budget sized to the machine (2 CPU cores).
+Each preset is a :class:`~layerscale.study.grid.StudySpec`: a base training config (``docs/training.md``) and the
+study's design. The designs below were fixed before their studies were run (``docs/results/*/DESIGN.md`` records
+each one with its date); budgets are sized to the machine they were run on (2 CPU cores) and to the rule stated
+there, never adjusted after seeing which method wins.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from .grid import StudySpec
 
 __all__ = ["Preset", "PRESETS", "get_preset"]
 
@@ -18,10 +20,7 @@ __all__ = ["Preset", "PRESETS", "get_preset"]
 @dataclass(frozen=True)
 class Preset:
     description: str
-    methods: tuple[str, ...]
-    depths: tuple[int, ...]
-    seeds: int
-    base: dict[str, Any] = field(default_factory=dict)
+    spec: StudySpec
 
 
 def _vit(**model) -> dict[str, Any]:
@@ -32,35 +31,44 @@ _RUN = {"progress": "none", "deterministic": True, "keep_checkpoints": 1}
 
 PRESETS: dict[str, Preset] = {
     "demo": Preset(
-        "scikit-learn digits (offline), ViT width 64, 4 methods at depths 6 and 24: under 3 minutes on 2 cores",
-        methods=("prenorm", "layerscale", "rezero", "postnorm"), depths=(6, 24), seeds=1,
-        base={"model": _vit(patch_size=4, embed_dim=64, num_heads=4),
-              "data": {"name": "digits", "batch_size": 64, "augment": False},
-              "optim": {"epochs": 6, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 20, "weight_decay": 0.05},
-              "run": {**_RUN, "checkpoint_every_steps": 60}},
+        "scikit-learn digits (offline), ViT width 64: Pre-LN, LayerScale and ReZero at depths 6 and 24, each tuned "
+        "over two learning rates on a validation split and also run at the shared 1e-3, 2 seeds; about 2 minutes "
+        "on 2 cores",
+        StudySpec(
+            methods=("prenorm", "layerscale", "rezero"), depths=(6, 24), seeds=(0, 1), lrs=(1e-3, 3e-3),
+            validation_fraction=0.15, target=80.0,
+            base={"model": _vit(patch_size=4, embed_dim=64, num_heads=4),
+                  "data": {"name": "digits", "batch_size": 64, "eval_batch_size": 512, "augment": False},
+                  "optim": {"epochs": 8, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 10, "weight_decay": 0.05},
+                  "run": {**_RUN, "checkpoint_every_steps": 50, "eval_every_steps": 19},
+                  "diagnostics": {"every": 5}}),
     ),
     "fashion": Preset(
-        "Fashion-MNIST, ViT 28x28 / patch 7 (16 tokens), width 64, 7 methods at depths 12, 24, 48, 2 seeds, "
-        "150 steps of batch 64 each",
-        methods=("prenorm", "postnorm", "rezero", "deepnorm", "lns", "layerscale", "layerscale_head"),
-        depths=(12, 24, 48), seeds=2,
-        base={"model": _vit(patch_size=7, embed_dim=64, num_heads=4),
-              "data": {"name": "fashion-mnist", "batch_size": 64, "eval_batch_size": 256, "augment": False},
-              "optim": {"epochs": 1, "max_steps": 150, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 10,
-                        "weight_decay": 0.05},
-              "run": {**_RUN, "checkpoint_every_steps": 50, "eval_every_steps": 75, "eval_batches": 20}},
+        "Fashion-MNIST, ViT 28x28 / patch 7 (16 tokens), width 64, 8 methods at depths 12, 24, 48, 3 seeds, each "
+        "tuned over 3e-4, 1e-3, 3e-3 on a 10 % validation split (successive halving), 2 epochs of batch 64, "
+        "early stopping with patience 3",
+        StudySpec(
+            methods=("prenorm", "postnorm", "layerscale", "layerscale_head", "rezero", "deepnorm", "lns", "dyt"),
+            depths=(12, 24, 48), seeds=(0, 1, 2), lrs=(3e-4, 1e-3, 3e-3), validation_fraction=0.1,
+            patience=3, min_delta=0.001, target=80.0,
+            base={"model": _vit(patch_size=7, embed_dim=64, num_heads=4),
+                  "data": {"name": "fashion-mnist", "batch_size": 64, "eval_batch_size": 1000, "augment": False},
+                  "optim": {"epochs": 2, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 84, "weight_decay": 0.05},
+                  "run": {**_RUN, "checkpoint_every_steps": 250, "eval_every_steps": 250},
+                  "diagnostics": {"every": 50}}),
     ),
     "deep1000": Preset(
         "1,000-block ViT (width 32, activation checkpointing per block) on Fashion-MNIST, 40 steps of batch 16, "
-        "the same learning rate for every method",
-        methods=("layerscale", "prenorm", "postnorm"), depths=(1000,), seeds=1,
-        base={"model": _vit(patch_size=7, embed_dim=32, num_heads=2, grad_checkpointing=True),
-              "data": {"name": "fashion-mnist", "batch_size": 16, "eval_batch_size": 64, "augment": False},
-              "optim": {"epochs": 1, "max_steps": 40, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 4,
-                        "weight_decay": 0.05},
-              "run": {**_RUN, "checkpoint_every_steps": 10, "eval_every_steps": 20, "eval_batches": 4,
-                      "log_every_steps": 1},
-              "diagnostics": {"every": 10}},
+        "the same learning rate for every method, one seed: a stability demonstration, not a comparison",
+        StudySpec(
+            methods=("layerscale", "prenorm", "postnorm"), depths=(1000,), seeds=(0,), validation_fraction=0.0,
+            base={"model": _vit(patch_size=7, embed_dim=32, num_heads=2, grad_checkpointing=True),
+                  "data": {"name": "fashion-mnist", "batch_size": 16, "eval_batch_size": 64, "augment": False},
+                  "optim": {"epochs": 1, "max_steps": 40, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 4,
+                            "weight_decay": 0.05},
+                  "run": {**_RUN, "checkpoint_every_steps": 10, "eval_every_steps": 20, "eval_batches": 4,
+                          "log_every_steps": 1},
+                  "diagnostics": {"every": 2}}),
     ),
 }
 

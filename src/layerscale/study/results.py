@@ -1,56 +1,91 @@
-"""Collecting a study's runs into tables: per run, and per (method, depth) as mean ± std over seeds.
+"""From run directories to the study's tables: one row per run, one row per (table, method, depth) cell.
 
-Per run: final and best evaluation accuracy, final evaluation loss, whether it diverged and at which step, and the
-wall time (seconds of training, carried across resumes). A diverged run counts in the table with the accuracy of
-its last evaluation before it stopped (none: empty) and is flagged; means are over the runs that have a value.
+Per run (``runs.csv``): status, the test metric (one evaluation of the test split when the run ends), the
+validation metric (last and best), steps trained, whether early stopping ended it, the first step whose validation
+metric reached the target, and training seconds. Per cell (``results.csv``): the mean of the test metric over seeds
+with its 95 % t-interval, and the paired difference against the reference method at the same depth (seed by
+seed, same table) with its interval (:mod:`layerscale.study.intervals`). Two tables: ``tuned`` (each cell at its
+own tuned learning rate) and ``shared`` (every cell at the study's one learning rate).
+
+The test metric is accuracy in % for classifiers and bits per byte (test loss / ln 2; the GPT is byte-level) for
+language models. A diverged run has no test metric: it is counted in ``diverged`` and left out of the mean.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
-import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..atomic_io import write_text_atomic
 from ..train.metrics_log import METRICS_FILE, read_metrics
-from .grid import RunSpec
-from .worker import STATUS_FILE
+from .grid import RunSpec, StudySpec
+from .intervals import Interval, mean_interval, paired_interval
+from .worker import read_status
 
-__all__ = ["RunResult", "GroupResult", "collect_run", "group_results", "write_tables"]
+__all__ = ["Metric", "RunResult", "CellResult", "collect_run", "cell_results", "write_tables"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How a study scores runs: ``name`` as printed, ``higher_is_better``, and whether it is a classifier's."""
+
+    name: str
+    higher_is_better: bool
+    classification: bool
+
+    @classmethod
+    def for_language_model(cls, is_lm: bool) -> Metric:
+        return cls("test bits per byte", False, False) if is_lm else cls("test accuracy (%)", True, True)
+
+    def from_record(self, record: dict) -> float | None:
+        """The metric of one evaluation record (accuracy → %, loss → bits per byte)."""
+        key = "accuracy" if self.classification else "loss"
+        value = _number(record.get(key))
+        if value is None:
+            return None
+        return 100.0 * value if self.classification else value / math.log(2)
+
+    def reached(self, value: float, target: float) -> bool:
+        return value >= target if self.higher_is_better else value <= target
 
 
 @dataclass(frozen=True)
 class RunResult:
     run_id: str
+    kind: str                    # tune | final
     method: str
     depth: int
+    lr: float
     seed: int
-    status: str                  # finished | diverged | pending
-    final_accuracy: float | None
-    best_accuracy: float | None
-    final_loss: float | None
-    diverged_step: int | None
+    status: str                  # finished | paused | diverged | pending | failed
+    test: float | None           # the test metric (final runs)
+    val_last: float | None       # validation metric of the last evaluation
+    val_best: float | None
     steps: int
+    stopped_early: bool
+    steps_to_target: int | None
+    diverged_step: int | None
     wall_time_s: float | None
 
 
 @dataclass(frozen=True)
-class GroupResult:
+class CellResult:
+    table: str                   # tuned | shared
     method: str
     depth: int
+    lr: float | None             # None: the cell's tuning is not finished
     runs: int
     diverged: int
-    final_accuracy_mean: float | None
-    final_accuracy_std: float | None
-    best_accuracy_mean: float | None
-    best_accuracy_std: float | None
-    final_loss_mean: float | None
-    first_diverged_step: int | None
-    wall_time_s_mean: float | None
+    test: Interval | None
+    diff: Interval | None        # method − reference, paired by seed (None for the reference itself)
+    steps_to_target: Interval | None
+    reached_target: int
+    val_best: Interval | None
+    wall_time_s: float | None
+    params: int | None = None    # the cell's model's parameter count
 
 
 def _number(value) -> float | None:
@@ -61,71 +96,105 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def collect_run(spec: RunSpec, run_dir: Path) -> RunResult:
+def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> RunResult:
     """Read one run directory (possibly unfinished) into a :class:`RunResult`."""
-    status_path = run_dir / STATUS_FILE
-    status = json.loads(status_path.read_text(encoding="utf-8")) if status_path.is_file() else {"status": "pending"}
-    records = read_metrics(run_dir / METRICS_FILE)
+    status = read_status(spec.run_dir) or {"status": "pending"}
+    records = read_metrics(spec.run_dir / METRICS_FILE)
     evals = [r for r in records if r.get("split") == "eval"]
-    accuracies = [a for a in (_number(r.get("accuracy")) for r in evals) if a is not None]
+    # The test metric: the run's one test evaluation; a run without a validation split evaluated the test split
+    # all along ("on": "test"), and its last evaluation is the test metric.
+    tests = [r for r in records if r.get("split") == "test"] or [r for r in evals if r.get("on", "test") == "test"]
+    values = [(int(r.get("step", 0)), metric.from_record(r)) for r in evals]
+    present = [v for _, v in values if v is not None]
+    best = (max if metric.higher_is_better else min)(present) if present else None
+    reach = None
+    if target is not None:
+        reach = next((step for step, v in values if v is not None and metric.reached(v, target)), None)
     return RunResult(
-        run_id=spec.run_id, method=spec.method, depth=spec.depth, seed=spec.seed, status=status["status"],
-        final_accuracy=_number(evals[-1].get("accuracy")) if evals else None,
-        best_accuracy=max(accuracies) if accuracies else None,
-        final_loss=_number(evals[-1].get("loss")) if evals else None,
-        diverged_step=status.get("diverged_step"),
+        run_id=spec.run_id, kind=spec.kind, method=spec.method, depth=spec.depth, lr=spec.lr, seed=spec.seed,
+        status=status.get("status", "pending"), test=metric.from_record(tests[-1]) if tests else None,
+        val_last=values[-1][1] if values else None, val_best=best,
         steps=max((int(r.get("step", 0)) for r in records), default=0),
+        stopped_early=any(r.get("event") == "early_stop" for r in records), steps_to_target=reach,
+        diverged_step=status.get("diverged_step"),
         wall_time_s=_number(records[-1].get("time")) if records else None,
     )
 
 
-def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
-    present = [v for v in values if v is not None]
-    if not present:
-        return None, None
-    return statistics.fmean(present), (statistics.stdev(present) if len(present) > 1 else 0.0)
-
-
-def group_results(results: list[RunResult]) -> list[GroupResult]:
-    """Aggregate over seeds, keeping the grid's (depth, method) order."""
-    groups: dict[tuple[str, int], list[RunResult]] = {}
-    for r in results:
-        groups.setdefault((r.method, r.depth), []).append(r)
+def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[str, int], float],
+                 params: dict[tuple[str, int], int] | None = None) -> list[CellResult]:
+    """The cells of both tables (``tuned`` first), in the grid's order, from the final runs; ``params``: each
+    cell's parameter count (from the study's plan)."""
+    finals = {(r.method, r.depth, r.lr, r.seed): r for r in results if r.kind == "final"}
+    tables = [("tuned", lambda m, d: chosen.get((m, d), spec.shared_lr))]
+    if spec.shared_table:
+        tables.append(("shared", lambda m, d: spec.shared_lr))
     out = []
-    for (method, depth), rs in groups.items():
-        fa = _mean_std([r.final_accuracy for r in rs])
-        ba = _mean_std([r.best_accuracy for r in rs])
-        steps = [r.diverged_step for r in rs if r.status == "diverged" and r.diverged_step is not None]
-        out.append(GroupResult(
-            method=method, depth=depth, runs=len(rs), diverged=sum(r.status == "diverged" for r in rs),
-            final_accuracy_mean=fa[0], final_accuracy_std=fa[1], best_accuracy_mean=ba[0], best_accuracy_std=ba[1],
-            final_loss_mean=_mean_std([r.final_loss for r in rs])[0],
-            first_diverged_step=min(steps) if steps else None,
-            wall_time_s_mean=_mean_std([r.wall_time_s for r in rs])[0],
-        ))
+    for table, rate in tables:
+        for method, depth in spec.cells():
+            lr = rate(method, depth)
+            rs = [finals[(method, depth, lr, s)] for s in spec.seeds if (method, depth, lr, s) in finals]
+            by_seed = {r.seed: r.test for r in rs if r.test is not None}
+            ref_lr = rate(spec.reference_method, depth)
+            reference = {s: finals[(spec.reference_method, depth, ref_lr, s)].test for s in spec.seeds
+                         if (spec.reference_method, depth, ref_lr, s) in finals
+                         and finals[(spec.reference_method, depth, ref_lr, s)].test is not None}
+            reached = [r.steps_to_target for r in rs if r.steps_to_target is not None]
+            walls = [r.wall_time_s for r in rs if r.wall_time_s is not None]
+            out.append(CellResult(
+                table=table, method=method, depth=depth, lr=lr, runs=len(rs),
+                diverged=sum(r.status == "diverged" for r in rs), test=mean_interval(list(by_seed.values())),
+                diff=None if method == spec.reference_method else paired_interval(by_seed, reference),
+                steps_to_target=mean_interval(reached), reached_target=len(reached),
+                val_best=mean_interval([r.val_best for r in rs if r.val_best is not None]),
+                wall_time_s=sum(walls) / len(walls) if walls else None,
+                params=(params or {}).get((method, depth)),
+            ))
     return out
 
 
-def _pm(mean: float | None, std: float | None, scale: float = 100.0) -> str:
-    if mean is None:
-        return "—"
-    return f"{mean * scale:.1f} ± {std * scale:.1f}"
+def _flat_interval(prefix: str, interval: Interval | None) -> dict:
+    if interval is None:
+        return {f"{prefix}_mean": None, f"{prefix}_ci_low": None, f"{prefix}_ci_high": None, f"{prefix}_n": 0}
+    return {f"{prefix}_mean": interval.mean, f"{prefix}_ci_low": interval.low, f"{prefix}_ci_high": interval.high,
+            f"{prefix}_n": interval.n}
 
 
-def markdown_table(groups: list[GroupResult]) -> str:
-    """The results table as Markdown (accuracy in %)."""
-    lines = ["| method | depth | runs | final acc (%) | best acc (%) | final loss | diverged (first step) | "
-             "wall time (s) |", "|---|---:|---:|---:|---:|---:|---|---:|"]
-    for g in groups:
-        diverged = f"{g.diverged}/{g.runs}" + (f" (step {g.first_diverged_step})" if g.first_diverged_step else "")
-        loss = "—" if g.final_loss_mean is None else f"{g.final_loss_mean:.3f}"
-        wall = "—" if g.wall_time_s_mean is None else f"{g.wall_time_s_mean:.0f}"
-        lines.append(f"| {g.method} | {g.depth} | {g.runs} | {_pm(g.final_accuracy_mean, g.final_accuracy_std)} | "
-                     f"{_pm(g.best_accuracy_mean, g.best_accuracy_std)} | {loss} | {diverged} | {wall} |")
-    return "\n".join(lines) + "\n"
+def verdict(diff: Interval | None, higher_is_better: bool) -> str:
+    """``better`` / ``worse`` when the paired interval excludes 0, ``within noise`` when it includes it, ``n < 2``
+    when there is no interval, and ``no spread`` when every seed gave the same difference (a zero-width interval
+    says nothing about the noise: with few seeds and a discrete metric such as accuracy on a small test split, equal
+    differences happen by chance)."""
+    if diff is None:
+        return ""
+    if diff.low is None:
+        return "n < 2"
+    if not diff.std:
+        return "no spread"
+    if not diff.excludes(0.0):
+        return "within noise"
+    return "better" if (diff.mean > 0) == higher_is_better else "worse"
+
+
+def results_rows(cells: list[CellResult], metric: Metric) -> list[dict]:
+    rows = []
+    for c in cells:
+        row = {"table": c.table, "method": c.method, "depth": c.depth, "params": c.params, "lr": c.lr,
+               "runs": c.runs, "diverged": c.diverged, "metric": metric.name}
+        row.update(_flat_interval("test", c.test))
+        row.update(_flat_interval("diff", c.diff))
+        row["verdict"] = verdict(c.diff, metric.higher_is_better)
+        row.update(_flat_interval("steps_to_target", c.steps_to_target))
+        row["reached_target"] = c.reached_target
+        row.update(_flat_interval("val_best", c.val_best))
+        row["wall_time_s_mean"] = c.wall_time_s
+        rows.append(row)
+    return rows
 
 
 def _csv(rows: list[dict]) -> str:
+    if not rows:
+        return ""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
@@ -133,12 +202,13 @@ def _csv(rows: list[dict]) -> str:
     return buffer.getvalue()
 
 
-def write_tables(study_dir: Path, results: list[RunResult]) -> dict[str, Path]:
-    """Write ``runs.csv`` (one row per run), ``results.csv`` and ``results.md`` (per method and depth)."""
-    groups = group_results(results)
+def write_tables(study_dir: Path, results: list[RunResult], cells: list[CellResult], metric: Metric,
+                 markdown: str) -> dict[str, Path]:
+    """Write ``runs.csv`` (one row per run, tuning runs included), ``results.csv`` (one row per cell) and
+    ``results.md`` (``markdown``: the tables and the generated summary)."""
     paths = {"runs_csv": study_dir / "runs.csv", "results_csv": study_dir / "results.csv",
              "results_md": study_dir / "results.md"}
     write_text_atomic(paths["runs_csv"], _csv([asdict(r) for r in results]))
-    write_text_atomic(paths["results_csv"], _csv([asdict(g) for g in groups]))
-    write_text_atomic(paths["results_md"], markdown_table(groups))
+    write_text_atomic(paths["results_csv"], _csv(results_rows(cells, metric)))
+    write_text_atomic(paths["results_md"], markdown)
     return paths

@@ -1,36 +1,207 @@
-"""``run_study``: the grid, then the tables and the report, as one call."""
+"""``run_study``: check the design, tune each cell's learning rate, run the final seeds, then tables and report.
+
+Order is the contract:
+
+1. **Check everything before writing anything.** Every run's config is validated, the data is loaded once and
+   every (method, depth) model is built on the meta device for it: a bad study is one ``ValueError`` and no
+   study folder.
+2. **Tune** (when ``lrs`` has more than one rate): successive halving over the tuning runs
+   (:mod:`layerscale.study.tuning`), scored on the validation split; the choice per cell goes to ``tuning.json``.
+3. **Final runs**: every seed at the tuned rate and at the shared rate, to the full budget; each reads the test
+   split once, when it ends.
+4. **Tables and report** from the run directories alone (so they can be rebuilt anywhere the folder is copied).
+
+Interrupting at any point and rerunning the same command continues: finished runs are kept, paused and
+interrupted ones resume from their checkpoints.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .executor import run_grid
-from .grid import StudySpec
-from .results import RunResult, collect_run, group_results, markdown_table, write_tables
+from ..atomic_io import write_json_atomic
+from .executor import RunFailure, default_parallelism, is_done
+from .executors import ExecutorOptions, make_pool, resolve_options
+from .grid import SPEC_FILE, StudySpec, format_lr
+from .results import CellResult, Metric, RunResult, cell_results, collect_run, write_tables
+from .summary import study_cost, study_markdown
+from .tuning import RungResult, rung_steps, run_score, select
+from .worker import read_status
 
-__all__ = ["run_study", "StudySummary"]
+__all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study"]
+
+TUNING_FILE = "tuning.json"
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """What the checks found: steps per run at the full budget and how runs are scored."""
+
+    total_steps: int
+    metric: Metric
+    data_description: str
+    #: parameters of every (method, depth) cell's model, counted on the meta device
+    params: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class StudySummary:
     study_dir: Path
     results: list[RunResult]
-    table_markdown: str
+    cells: list[CellResult]
+    chosen: dict[tuple[str, int], float]
+    rungs: dict[tuple[str, int], list[RungResult]]
+    markdown: str
     paths: dict[str, Path]
+    failures: list[RunFailure] = field(default_factory=list)
+
+
+def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
+    """Validate every run of the study without writing anything; raises ``ValueError`` naming the first problem."""
+    import torch
+
+    from ..models.registry import create_model
+    from ..train.budget import planned_total_steps
+    from ..train.config import TrainConfig
+    from ..train.data_setup import is_language_model, load_train_data
+
+    spec.check_compatible(study_dir)
+    configs = {}
+    for method, depth in spec.cells():
+        for kind in ("tune", "final"):
+            run = spec.run(study_dir, method, depth, spec.lrs[0] if spec.lrs else spec.shared_lr,
+                           spec.tune_seed if kind == "tune" else spec.seeds[0], kind)
+            try:
+                configs[(method, depth, kind)] = TrainConfig.from_dict(run.config)
+            except ValueError as exc:
+                raise ValueError(f"run {run.run_id}: {exc}") from None
+    first = next(iter(configs.values()))
+    if first.data.batch_size < 1:
+        raise ValueError(f"data.batch_size must be >= 1, got {first.data.batch_size}")
+    data = load_train_data(first)
+    params = {}
+    for (method, depth, kind), cfg in configs.items():
+        if kind != "final":
+            continue
+        try:
+            with torch.device("meta"):
+                model = create_model(cfg.model.name, **{**data.model_args, **cfg.model.options})
+            params[(method, depth)] = sum(p.numel() for p in model.parameters())
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"model {cfg.model.name!r} with residual {method!r} at depth {depth} cannot be built "
+                             f"for {data.description.split(':')[0]}: {str(exc).splitlines()[0]}") from None
+    steps_per_epoch = len(data.train) // first.data.batch_size
+    if steps_per_epoch == 0:
+        raise ValueError(f"data.batch_size {first.data.batch_size} is larger than the training split "
+                         f"({len(data.train)} samples)")
+    total = planned_total_steps(first.optim, steps_per_epoch)
+    return StudyPlan(total, Metric.for_language_model(is_language_model(first.model.name)), data.description, params)
+
+
+def _tune(spec: StudySpec, study_dir: Path, plan: StudyPlan, pool) -> tuple[dict, dict, list[RunFailure]]:
+    """Successive halving for every cell at once (rung by rung, so all cells' runs share the process pool)."""
+    chosen = {cell: (spec.lrs[0] if len(spec.lrs) == 1 else spec.shared_lr) for cell in spec.cells()}
+    rungs: dict[tuple[str, int], list[RungResult]] = {cell: [] for cell in spec.cells()}
+    failures: list[RunFailure] = []
+    if not spec.tuned:
+        return chosen, rungs, failures
+    candidates = {cell: tuple(spec.lrs) for cell in spec.cells()}
+    for index, stop in enumerate(rung_steps(plan.total_steps, len(spec.lrs), spec.min_budget, spec.halving_rate)):
+        runs = {(m, d, lr): spec.run(study_dir, m, d, lr, spec.tune_seed, "tune", stop_at_step=stop)
+                for (m, d), lrs in candidates.items() for lr in lrs}
+        failures += pool(list(runs.values()), f"tuning rung {index} (step {stop} of {plan.total_steps})")
+        for cell, lrs in list(candidates.items()):
+            if not all(is_done(runs[(*cell, lr)]) for lr in lrs):  # only with --report-only, or after failures
+                chosen[cell] = None
+                del candidates[cell]
+                continue
+            scores = {}
+            for lr in lrs:
+                run = runs[(*cell, lr)]
+                status = read_status(run.run_dir) or {}
+                scores[lr] = run_score(run.run_dir, stop, plan.metric.higher_is_better,
+                                       diverged=status.get("status") in (None, "diverged"))
+            keep = max(1, -(-len(lrs) // spec.halving_rate))
+            kept = select(scores, tuple(spec.lrs), keep)
+            rungs[cell].append(RungResult(index, stop, scores, kept))
+            candidates[cell] = kept
+            chosen[cell] = select(scores, tuple(spec.lrs), 1)[0]
+        candidates = {cell: lrs for cell, lrs in candidates.items() if len(lrs) > 1}
+        if not candidates:
+            break
+    write_json_atomic(study_dir / TUNING_FILE, {
+        "metric": "validation " + ("accuracy" if plan.metric.higher_is_better else "loss"),
+        "cells": [{"method": m, "depth": d, "chosen_lr": chosen[(m, d)],  # null: tuning not finished
+                   "rungs": [{"rung": r.rung, "step": r.step, "kept": list(r.kept),
+                              "scores": {format_lr(lr): (s if s != float("-inf") else None)
+                                         for lr, s in r.scores.items()}} for r in rungs[(m, d)]]}
+                  for m, d in spec.cells()]})
+    return chosen, rungs, failures
+
+
+def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
+    """``spec`` whose runs record diagnostics at least 20 times (γ growth readable in the report): the base's
+    ``diagnostics.every`` when it already does, else :func:`diagnostics_every` of the run length. Only the runs'
+    configs change; ``study.json`` keeps the design as given."""
+    from ..train.config import DiagnosticsConfig
+    from .diagnostics_interval import diagnostics_every
+
+    section = spec.base.get("diagnostics") or {}
+    every = min(int(section.get("every", DiagnosticsConfig.every)), diagnostics_every(total_steps))
+    if every == section.get("every"):
+        return spec
+    return replace(spec, base={**spec.base, "diagnostics": {**section, "every": every}})
 
 
 def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None = None,
-              threads: int | None = None, report: bool = True, progress: bool = True) -> StudySummary:
-    """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv`` and, with
-    ``report`` and matplotlib installed, ``report.html`` with an accuracy-against-depth figure."""
+              threads: int | None = None, report: bool = True, progress: bool = True, train: bool = True,
+              analyze: bool = False,
+              executor: ExecutorOptions | None = None, log=print) -> StudySummary:
+    """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv``,
+    ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
+    failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables and report of what
+    the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
+    runs execute (:mod:`layerscale.study.executors`; default: as saved in ``study.json``, else the local pool);
+    saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it)."""
     study_dir = Path(study_dir)
-    runs = run_grid(spec, study_dir, jobs=jobs, threads=threads, progress=progress)
-    results = [collect_run(r, Path(r.config["run"]["out_dir"])) for r in runs]
-    paths = write_tables(study_dir, results)
+    auto_jobs, auto_threads = default_parallelism()
+    jobs, threads = jobs or auto_jobs, threads or auto_threads
+    if jobs < 1 or threads < 1:
+        raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
+    plan = plan_study(spec, study_dir)
+    options = executor or resolve_options(study_dir / SPEC_FILE, {})  # where runs execute: not part of the design
+    engine_pool = make_pool(options, study_dir, jobs=jobs, threads=threads, progress=progress, log=log) \
+        if train else None  # imports the engine now: a missing extra writes nothing
+    study_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(study_dir / SPEC_FILE, {**spec.to_dict(), "executor": options.to_dict()})
+    spec = _with_enough_diagnostics(spec, plan.total_steps)
+
+    def pool(runs, desc):
+        if not train:
+            return []
+        return engine_pool(runs, desc)
+
+    chosen, rungs, failures = _tune(spec, study_dir, plan, pool)
+    finals = spec.final_runs(study_dir, chosen)
+    failures += pool(finals, "final runs")
+    tune_runs = [spec.run(study_dir, m, d, lr, spec.tune_seed, "tune") for m, d in spec.cells()
+                 for lr in (spec.lrs if spec.tuned else ())]
+    results = [collect_run(r, plan.metric, spec.target) for r in [*tune_runs, *finals]]
+    cells = cell_results(spec, results, chosen, plan.params)
+    pending = sum(1 for r in results if r.kind == "final" and r.status not in ("finished", "diverged"))
+    markdown = study_markdown(spec, cells, plan.metric, study_cost(spec, results, chosen), plan.total_steps, pending)
+    if analyze:
+        from .depth_use import analyze_final_runs, effective_depth_markdown
+
+        markdown += "\n" + effective_depth_markdown(spec, analyze_final_runs(spec, finals, results, chosen, log=log))
+    paths = write_tables(study_dir, results, cells, plan.metric, markdown)
     if report:
         from .report import write_study_report
 
-        paths["report"] = write_study_report(study_dir, runs, results)
-    return StudySummary(study_dir, results, markdown_table(group_results(results)), paths)
+        from .report import headline_path
+
+        paths["report"] = write_study_report(study_dir, spec, plan, results, cells, rungs, markdown)
+        paths["headline"] = headline_path(study_dir, plan.metric)
+    return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures)

@@ -1,9 +1,18 @@
-"""One study run in its own process: ``python -m layerscale.study.worker RUN_DIR CONFIG_JSON THREADS``.
+"""One study run in its own process, started by :func:`layerscale.study.executor.run_pool` through
+:data:`BOOTSTRAP`.
 
-Starts the run, or resumes it from its latest checkpoint, and writes ``study_status.json`` in the run directory:
-``{"status": "finished" | "diverged", "diverged_step": int | null, "message": str}``. The worker stops itself when
-its parent (the ``layerscale study`` process) dies, so that a killed study leaves no orphan training behind and a
-resumed study never trains the same run twice at once.
+Starts the run, or resumes it from its latest checkpoint (with the config's ``run.stop_at_step``, so a paused tuning
+run continues to its next rung), and writes ``study_status.json`` in the run directory::
+
+    {"status": "finished" | "paused" | "diverged", "step": int, "total_steps": int, "stop_at_step": int,
+     "diverged_step": int | null, "message": str}
+
+**No orphans.** The bootstrap, before anything else is imported (``import torch`` takes seconds), asks Linux to
+send the worker SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``) and then checks that the parent is still
+the ``layerscale study`` process that started it: a parent that died *before* the ``prctl`` is caught by that check
+(the worker has been re-parented), one that dies after it by the signal. On systems without ``prctl`` the worker
+also polls its parent at every step. A killed study therefore leaves no worker training, and a rerun never trains
+the same run twice at once.
 """
 
 from __future__ import annotations
@@ -19,6 +28,29 @@ from ..atomic_io import write_json_atomic
 
 STATUS_FILE = "study_status.json"
 
+#: ``python -c BOOTSTRAP PARENT_PID RUN_DIR CONFIG_JSON THREADS``: parent-death guard first, then the worker.
+BOOTSTRAP = """
+import os, sys
+parent = int(sys.argv[1])
+try:
+    import ctypes, signal
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+if os.getppid() != parent:
+    sys.exit(f"study process {parent} is gone before this worker started")
+from layerscale.study.worker import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def read_status(run_dir: Path) -> dict | None:
+    """The run's ``study_status.json``, or ``None`` when there is none (or it is unreadable)."""
+    try:
+        return json.loads((run_dir / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
 
 def main(argv: list[str]) -> int:
     import torch
@@ -26,11 +58,10 @@ def main(argv: list[str]) -> int:
     from ..train.callbacks import Callback
     from ..train.checkpoint import latest_checkpoint
     from ..train.nonfinite import NonFiniteError
-    from ..train.runner import run
+    from ..train.runner import SUMMARY_FILE, run
 
-    run_dir, config_path, threads = Path(argv[0]), Path(argv[1]), int(argv[2])
+    parent, run_dir, config_path, threads = int(argv[0]), Path(argv[1]), Path(argv[2]), int(argv[3])
     torch.set_num_threads(threads)
-    parent = os.getppid()
 
     class StopWithParent(Callback):
         def on_step_end(self, trainer, step):
@@ -38,20 +69,31 @@ def main(argv: list[str]) -> int:
                 raise SystemExit(f"study process {parent} is gone; stopping {run_dir.name} at step {step}")
 
     config = json.loads(config_path.read_text(encoding="utf-8"))
+    stop_at = int(config.get("run", {}).get("stop_at_step", 0))
     resume = run_dir.is_dir() and latest_checkpoint(run_dir) is not None
     if run_dir.exists() and not resume:
         shutil.rmtree(run_dir)  # a start that never reached its first checkpoint: nothing worth keeping
+    (run_dir / STATUS_FILE).unlink(missing_ok=True)  # a paused run being continued is no longer done
     try:
         if resume:
-            run(resume=run_dir, callbacks=[StopWithParent()])
+            result = run(resume=run_dir, overrides=[f"run.stop_at_step={stop_at}"], callbacks=[StopWithParent()])
         else:
-            run(config, callbacks=[StopWithParent()])
+            result = run(config, callbacks=[StopWithParent()])
     except NonFiniteError as exc:
         match = re.search(r"step (\d+)", str(exc))
-        write_json_atomic(run_dir / STATUS_FILE, {"status": "diverged", "diverged_step": int(match.group(1)) if match else None,
-                                "message": str(exc)})
+        step = int(match.group(1)) if match else None
+        write_json_atomic(run_dir / STATUS_FILE, {"status": "diverged", "step": step, "total_steps": None,
+                                                  "stop_at_step": stop_at, "diverged_step": step,
+                                                  "message": str(exc)})
         return 0
-    write_json_atomic(run_dir / STATUS_FILE, {"status": "finished", "diverged_step": None, "message": ""})
+    if os.environ.get("RANK", "0") != "0":
+        return 0  # one process of a torchrun run (study.executors.ddp_worker): rank 0 writes the summary and status
+    summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    total = int(summary["total_steps"])
+    done = result.step >= total or summary.get("stopped_early_at") is not None
+    write_json_atomic(run_dir / STATUS_FILE, {"status": "finished" if done else "paused", "step": result.step,
+                                              "total_steps": total, "stop_at_step": stop_at, "diverged_step": None,
+                                              "message": ""})
     return 0
 
 

@@ -2,7 +2,9 @@
 
 The checkpoint may be in any format ``layerscale convert`` reads; it is converted to our keys, folded
 (:func:`layerscale.surgery.fold_state_dict`) and written atomically. The result loads into the same architecture
-built without scales: our models with ``residual="prenorm"``, a timm ViT with ``init_values=None``.
+built without scales, which depends on the method (:func:`~layerscale.surgery.fold_state_dict.folded_target`):
+``residual="prenorm"`` (or a timm ViT with ``init_values=None``) for LayerScale, ``residual="tfixup"`` for ReZero
+and SkipInit, whose blocks have no norms.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..interop.formats import list_formats
 
-    parser.add_argument("src", help="checkpoint to read: safetensors, or a PyTorch file (read with weights_only=True)")
+    parser.add_argument("src", help="checkpoint to read: safetensors, a PyTorch file (read with weights_only=True), "
+                                    "or a run directory of layerscale train (its latest checkpoint)")
     parser.add_argument("dst", help="safetensors file to write (our keys, no scales)")
     parser.add_argument("--from", dest="source", default="auto", metavar="FORMAT",
                         help=f"source format (default: recognised from the keys); one of {', '.join(list_formats())}")
@@ -26,9 +29,11 @@ def run(args: argparse.Namespace) -> int:
     from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
     from ..interop.cli import check_destination
     from ..interop.convert import convert_with_report
-    from .fold_state_dict import fold_state_dict
+    from .fold_state_dict import fold_state_dict, folded_target
 
-    src, dst = Path(args.src), Path(args.dst)
+    from ..train.run_paths import weights_file
+
+    src, dst = weights_file(args.src), Path(args.dst)
     check_destination(src, dst, args.force)
     loaded = read_state_dict_file(src)
     canonical, report = convert_with_report(loaded.tensors, args.source, "layerscale")
@@ -42,5 +47,5 @@ def run(args: argparse.Namespace) -> int:
     save_safetensors_atomic(folded, dst, metadata={"layerscale_key_format": "layerscale", "folded": "true",
                                                    "converted_from": report.source,
                                                    "producer": f"torch-layerscale {__version__}"})
-    print(f"wrote {dst} (safetensors, {len(folded)} tensors; loads into the same model built without LayerScale)")
+    print(f"wrote {dst} (safetensors, {len(folded)} tensors; loads into {folded_target(folded)})")
     return 0

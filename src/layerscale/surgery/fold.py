@@ -28,6 +28,7 @@ from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import HeadScale, LayerScale, LayerScale2d, ScalarScale
 from ..layers.mlp import Mlp
 from .peers import loaded_classes
+from .scaled_conv1d import LayerScaledConv1D
 from .scaled_linear import LayerScaledLinear
 from .timm_cait_blocks import FoldedCaitBlock, FoldedCaitClassAttnBlock
 
@@ -53,7 +54,8 @@ def scale_modules(model: nn.Module) -> list[tuple[str, object]]:
     """Every LayerScale-family scale in ``model`` as ``(path, module or parameter)``: ours, timm's
     ``LayerScale``, Hugging Face's ``Dinov2LayerScale``, retrofitted :class:`LayerScaledLinear`, and bare
     ``gamma_1`` / ``gamma_2`` parameters (timm / official CaiT and DeiT III blocks)."""
-    types = (LayerScale, ScalarScale, HeadScale, LayerScale2d, LayerScaledLinear) + _peer_scale_types()
+    types = (LayerScale, ScalarScale, HeadScale, LayerScale2d, LayerScaledLinear,
+             LayerScaledConv1D) + _peer_scale_types()
     found: list[tuple[str, object]] = [(name, m) for name, m in model.named_modules() if isinstance(m, types)]
     found += [(name, p) for name, p in model.named_parameters() if name.rpartition(".")[2] in ("gamma_1", "gamma_2")]
     return found
@@ -191,6 +193,11 @@ class _Folder:
         self.output_linear(module, _where(path), f"{_where(path)}.layer_scale", module.layer_scale)
         self.plans.append(_Plan([module], lambda: self.replace(path, module.folded())))
 
+    def scaled_conv1d(self, path: str, module: LayerScaledConv1D) -> None:
+        if any(id(p) in self.shared for p in (module.weight, module.bias)):
+            raise ValueError(f"cannot fold {_where(path)}.layer_scale: its weight is shared with another module")
+        self.plans.append(_Plan([module], lambda: self.replace(path, module.folded())))
+
     def plan(self) -> None:
         vit_blocks = loaded_classes(_TIMM_VIT, "Block")
         cait_blocks = loaded_classes(_TIMM_CAIT, "LayerScaleBlock")
@@ -208,6 +215,8 @@ class _Folder:
                 self.hf_dinov2_layer(path, module)
             elif isinstance(module, LayerScaledLinear):
                 self.scaled_linear(path, module)
+            elif isinstance(module, LayerScaledConv1D):
+                self.scaled_conv1d(path, module)
 
 
 def _has_submodule(module: nn.Module, name: str) -> bool:

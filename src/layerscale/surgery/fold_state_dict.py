@@ -16,7 +16,7 @@ import torch
 
 from ..interop.rules import format_keys
 
-__all__ = ["fold_state_dict"]
+__all__ = ["fold_state_dict", "folded_target"]
 
 _LS = re.compile(r"(?P<block>.+)\.ls(?P<n>[12])\.gamma")
 _HEAD = re.compile(r"(?P<block>.+)\.attn\.head_scale\.gamma")
@@ -27,6 +27,22 @@ def _linear(state_dict: dict, prefix: str, scale_key: str) -> torch.Tensor:
     if weight is None or weight.dim() != 2:
         raise ValueError(f"cannot fold {scale_key}: no 2-D weight {prefix}.weight to fold it into")
     return weight
+
+
+def folded_target(folded: Mapping[str, torch.Tensor]) -> str:
+    """Which model a folded state dict loads into, told from its block keys: blocks with ``norm1`` / ``norm2``
+    (LayerScale, scalar scales) → ``residual="prenorm"`` (and a timm ViT with ``init_values=None``); blocks without
+    norms (ReZero, SkipInit) → ``residual="tfixup"``, the plain un-normalised residual ``x + F(x)``."""
+    blocks = {k.split(".attn.proj.weight")[0] for k in folded if k.endswith(".attn.proj.weight")}
+    has_norms = bool(blocks) and all(f"{b}.norm1.weight" in folded or f"{b}.norm1.bias" in folded for b in blocks)
+    other_norms = any(re.search(r"\.(post_norm|out_norm)[12]\.", k) for k in folded)
+    no_proj_bias = any(f"{b}.attn.proj.bias" not in folded for b in blocks)
+    bias_note = " (with attn.proj built without a bias)" if no_proj_bias else ""
+    if has_norms and not other_norms:
+        return f'the same model built with residual="prenorm"{bias_note} (a timm ViT: init_values=None)'
+    if not blocks or other_norms or any(f"{b}.norm1.weight" in folded for b in blocks):
+        return "the same architecture built without scales"
+    return f'the same model built with residual="tfixup" (x + F(x), no norms in its blocks){bias_note}'
 
 
 def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, int]]:

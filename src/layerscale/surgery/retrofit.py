@@ -17,6 +17,7 @@ from torch import nn
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
 from .fold import scale_modules
+from .hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
@@ -25,7 +26,8 @@ __all__ = ["add_layerscale"]
 _HF_VIT = "transformers.models.vit.modeling_vit"
 
 _SUPPORTED = ("layerscale Block / ClassAttentionBlock (ViT, CaiT, GPT), timm VisionTransformer blocks, "
-              "Hugging Face ViTLayer (ViTModel, ViTForImageClassification)")
+              "Hugging Face ViTLayer (ViTModel, ViTForImageClassification), Hugging Face causal-LM decoder layers "
+              "(GPT-2, Llama, Mistral, Qwen2)")
 
 
 def _like(module: nn.Module) -> dict:
@@ -89,6 +91,17 @@ def _hf_vit_layer(path: str, layer: nn.Module, actions: list[Callable[[float], N
     return True
 
 
+#: Parameter names of LayerScale in code bases whose blocks add_layerscale does not rebuild: timm CaiT
+#: (``gamma_1`` / ``gamma_2``), Hugging Face DINOv2 (``layer_scale1.lambda1``), timm / ours (``ls1.gamma``).
+_SCALE_PARAMETER = ("gamma_1", "gamma_2", "lambda1", "ls1.gamma", "ls2.gamma")
+
+
+def _existing_scales(model: nn.Module) -> list[str]:
+    """Names of the LayerScale parameters ``model`` already has, in any of the known spellings."""
+    return [name for name, _ in model.named_parameters()
+            if name.split(".")[-1] in _SCALE_PARAMETER or name.endswith(_SCALE_PARAMETER[3:])]
+
+
 def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace: bool = True) -> nn.Module:
     """Insert a per-channel LayerScale ``γ = init_value`` on every residual branch of ``model`` that has none.
 
@@ -96,7 +109,10 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     ``"both"``; the new modules sit in the ``ls1`` / ``ls2`` slots, keys ``ls{i}.gamma``), timm
     ``VisionTransformer`` blocks without ``init_values`` (``ls1`` / ``ls2`` become :class:`LayerScale`, key
     ``gamma`` as timm's), and Hugging Face ``ViTLayer`` (the branch's output linear becomes a
-    :class:`LayerScaledLinear`, key ``layer_scale``). ``init_value=None`` takes the CaiT depth rule
+    :class:`LayerScaledLinear`, key ``layer_scale``), and Hugging Face causal-LM decoder layers — GPT-2, Llama,
+    Mistral, Qwen2 (the branch's output layer ``c_proj`` / ``o_proj`` / ``down_proj`` becomes a
+    :class:`LayerScaledLinear` or :class:`~layerscale.surgery.scaled_conv1d.LayerScaledConv1D`, key
+    ``layer_scale``; see :mod:`layerscale.surgery.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
     (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks; ``1.0`` leaves the outputs
     unchanged exactly. ``inplace=False`` modifies a deep copy. Returns the model.
 
@@ -110,6 +126,7 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     target = model if inplace else copy.deepcopy(model)
     timm_blocks = loaded_classes("timm.models.vision_transformer", "Block")
     hf_layers = loaded_classes(_HF_VIT, "ViTLayer")
+    hf_decoders = decoder_layer_types()
     actions: list[Callable[[float], None]] = []
     blocks = 0
     for path, module in target.named_modules():
@@ -119,7 +136,13 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
             blocks += _timm_vit_block(module, actions)
         elif type(module) in hf_layers:
             blocks += _hf_vit_layer(path, module, actions)
+        elif type(module) in hf_decoders:
+            blocks += queue_hf_decoder_layer(path, module, actions)
     if not blocks:
+        existing = _existing_scales(target)
+        if existing:
+            raise ValueError(f"{type(model).__name__} already has LayerScale ({len(existing)} scales, e.g. "
+                             f"{existing[0]}); nothing to add")
         raise ValueError(f"add_layerscale does not recognise the residual blocks of {type(model).__name__}; "
                          f"supported: {_SUPPORTED}")
     if not actions:

@@ -1,5 +1,6 @@
 """Training: ``run(config)`` / ``layerscale train`` (config, trainer, schedules, checkpoints, distributed), and the
-optimizer parameter groups.
+optimizer parameter groups. ``run(model=..., train_data=..., eval_data=..., loss_fn=...)`` trains the user's own
+``nn.Module`` on the user's own data the same way (contract: :mod:`layerscale.train.user_model`).
 
 Extension point for monitors (per-layer statistics, custom logging): subclass :class:`Callback` and pass
 ``run(config, callbacks=[...])``; each hook gets the :class:`Trainer`, whose ``log(record)`` writes a line of

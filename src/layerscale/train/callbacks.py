@@ -19,7 +19,9 @@ training forward is the one with ``torch.is_grad_enabled()`` and ``model.trainin
 
 Callbacks run on every rank, in the order given, after the trainer's own work for that moment. A run resumed from
 a checkpoint calls ``on_train_start`` again with ``trainer.state`` already at the checkpoint's step. A callback
-that keeps state across a resume should derive it from ``trainer.state`` (checkpoints do not store callbacks).
+that keeps state across a resume either derives it from ``trainer.state`` or defines ``state_dict()`` /
+``load_state_dict(state)`` (plain data), which checkpoints save and a resume restores before ``on_train_start``
+(see :mod:`layerscale.train.callback_state`).
 """
 
 from __future__ import annotations

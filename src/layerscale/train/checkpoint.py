@@ -15,6 +15,7 @@ import pickle
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -156,12 +157,14 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
             raise ValueError(f"{state_path}: not a training state written by layerscale train (not a PyTorch "
                              "zip archive)")
     try:
-        state = torch.load(state_path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's pickle-protocol warning would add lines to a one-line refusal
+            warnings.simplefilter("ignore")
+            state = torch.load(state_path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
         raise ValueError(f"{state_path}: holds objects other than tensors and plain containers; refusing to "
                          "unpickle it (not a training state written by layerscale train)") from None
-    except (RuntimeError, EOFError, OSError, ValueError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except Exception as exc:  # noqa: BLE001 — a corrupt stream fails anywhere in the (code-free) unpickler
+        message = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise ValueError(f"{state_path}: truncated or corrupt training state ({message})") from None
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         raise ValueError(f"{state_path}: not a training state written by layerscale train (no format "

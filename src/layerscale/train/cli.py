@@ -8,9 +8,12 @@ checkpoint).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
+import time
 
+EXIT_BAD_INPUT = 2
 EXIT_NONFINITE = 3
 
 
@@ -22,6 +25,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="continue RUN_DIR from its latest checkpoint (or from one checkpoint directory)")
     parser.add_argument("--out", metavar="RUN_DIR", help="run directory of a new run (default: run.out_dir, "
                                                           "else runs/<model>-<dataset>-<time>)")
+    parser.add_argument("--data-path", metavar="PATH", help="data folder or text file (data.path); same as "
+                                                            "--set data.path=PATH")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the full resolved config (every key, defaults filled in) and exit")
+
+
+#: Seconds a rank other than 0 waits, after a failure, before exiting: torchrun stops every worker as soon as one
+#: exits with an error, so rank 0 must be the first, or its one-line message could be cut off.
+OTHER_RANKS_GRACE_S = 10.0
+
+
+def _release_distributed_objects() -> None:
+    """Under torchrun, free the run's objects now. The model, its DDP reducer (which holds the process group) and
+    the callbacks form reference cycles; left to the interpreter's exit, their C++ destructors run during
+    finalisation, where gloo can abort the process ("terminate called without an active exception")."""
+    if os.environ.get("WORLD_SIZE", "1") != "1":
+        gc.collect()
+
+
+def _report_failure(message: str, is_main: bool, status: int) -> int:
+    """Rank 0 prints the one line and returns ``status`` at once; other ranks return it after a grace period (they
+    are normally stopped by torchrun before it ends, once rank 0 has exited). Call it outside the ``except``
+    block, so that the exception no longer holds the run's objects."""
+    _release_distributed_objects()
+    if is_main:
+        print(f"layerscale train: error: {message}", file=sys.stderr, flush=True)
+    else:
+        time.sleep(OTHER_RANKS_GRACE_S)
+    return status
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,14 +62,30 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resume is not None and args.out is not None:
         raise ValueError("--out names a new run; a resumed run continues in its own directory (drop --out)")
-    try:
-        result = run_training(args.config, overrides=args.overrides, out=args.out, resume=args.resume)
-    except NonFiniteError as exc:
-        print(f"layerscale train: error: {exc}", file=sys.stderr)
-        return EXIT_NONFINITE
-    if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports
+    overrides = [*([f"data.path={args.data_path}"] if args.data_path is not None else []), *args.overrides]
+    if args.print_config:
+        from .print_config import resolved_config_text
+
+        print(resolved_config_text(args.config, overrides, out=args.out, resume=args.resume), end="")
         return 0
-    metrics = "  ".join(f"{k} {v:.4f}" for k, v in result.metrics.items()
-                        if k in ("loss", "accuracy", "perplexity"))
-    print(f"done: step {result.step}, {metrics}; checkpoint {result.checkpoint}")
+    is_main = os.environ.get("RANK", "0") == "0"  # under torchrun only rank 0 reports
+    started = time.perf_counter()
+    failure: tuple[str, int] | None = None
+    try:
+        result = run_training(args.config, overrides=overrides, out=args.out, resume=args.resume)
+    except NonFiniteError as exc:
+        failure = (str(exc), EXIT_NONFINITE)
+    except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
+        if os.environ.get("WORLD_SIZE", "1") == "1":
+            raise  # one process: the layerscale command prints it (one line, exit 2)
+        failure = (str(exc), EXIT_BAD_INPUT)  # every rank meets the same bad input
+    if failure is not None:
+        message, status = failure
+        return _report_failure(message, is_main, status)
+    _release_distributed_objects()
+    if not is_main:
+        return 0
+    from .run_summary import final_line
+
+    print(final_line(result, time.perf_counter() - started))
     return 0

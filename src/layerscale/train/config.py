@@ -20,6 +20,7 @@ from types import NoneType, UnionType
 from typing import Any
 
 from ..data.registry import DATASET_NAMES
+from ..suggest import did_you_mean
 
 __all__ = [
     "SECTIONS",
@@ -68,6 +69,12 @@ class DataConfig:
     split_seed: int = _key(0, "seed of that split (kept apart from run.seed so runs share one split)", low=0)
     val_fraction: float = _key(0.1, "text: share of the corpus (its end) held out for evaluation",
                                low=0.0, high=1.0, low_open=True, high_open=True)
+    validation_fraction: float = _key(0.0, "carve a validation split of this share from the TRAINING split (images: "
+                                           "stratified by class; text: the end of the training text), fixed by "
+                                           "data.split_seed; periodic evaluation, early stopping and learning-rate "
+                                           "tuning then use it and the test split is read once, at the end (0: "
+                                           "no validation split, evaluation reads the test split)",
+                                      low=0.0, high=1.0, high_open=True)
     block_size: int | None = _key(None, "text: tokens per training window (default: the model's block_size)",
                                   low=1)
     batch_size: int = _key(64, "GLOBAL batch size: samples per optimizer step summed over all ranks; each rank "
@@ -100,7 +107,12 @@ class RunConfig:
     out_dir: str | None = _key(None, "run directory (default: runs/<model>-<dataset>-<time>); --out overrides")
     seed: int = _key(0, "seed of model init, data order (seed + epoch) and augmentation (seed + rank)", low=0)
     device: str = _key("auto", "auto: cuda when available, else cpu", choices=("auto", "cpu", "cuda"))
-    precision: str = _key("fp32", "bf16: autocast the forward to bfloat16", choices=("fp32", "bf16"))
+    precision: str = _key("fp32", "bf16: autocast the forward to bfloat16; auto: bf16 where it measured faster "
+                                  "(by device and model width, see layerscale.train.auto_policy)",
+                          choices=("fp32", "bf16", "auto"))
+    compile: str = _key("off", "regional: torch.compile every transformer block (Inductor); auto: only where that "
+                               "measured faster (see layerscale.train.auto_policy)",
+                        choices=("off", "regional", "auto"))
     deterministic: bool = _key(True, "torch.use_deterministic_algorithms (warn-only on CUDA)")
     strategy: str = _key("ddp", "under torchrun with more than one process: ddp, or fsdp (FSDP2 fully_shard of "
                                 "every block, then the model)", choices=("ddp", "fsdp"))
@@ -115,6 +127,16 @@ class RunConfig:
     tensorboard: bool = _key(False, "also write TensorBoard event files (needs the tb extra)")
     progress: str = _key("auto", "auto: a tqdm bar on a terminal, log lines otherwise",
                          choices=("auto", "bar", "log", "none"))
+    patience: int = _key(0, "early stopping: end the run after this many evaluations in a row without an "
+                            "improvement of the evaluation accuracy (text: loss) by more than run.min_delta "
+                            "(0: off)", low=0)
+    min_delta: float = _key(0.0, "early stopping: the smallest change that counts as an improvement", low=0.0)
+    stop_at_step: int = _key(0, "pause the run after this many steps (evaluate, checkpoint, exit) while keeping "
+                                "the learning-rate schedule of the full budget, so that resuming with a larger "
+                                "value continues it exactly (0: run to the end); used by learning-rate tuning",
+                             low=0)
+    evaluate_test: bool = _key(True, "with a validation split: evaluate the test split once when the run ends "
+                                     "(tuning runs set false, so the test split is never read)")
 
 
 @dataclass(frozen=True)
@@ -150,7 +172,8 @@ class TrainConfig:
             raise ValueError(f"a training config must be a mapping of sections {SECTIONS}, got {type(raw).__name__}")
         unknown = sorted(set(raw) - set(SECTIONS))
         if unknown:
-            raise ValueError(f"unknown config key {unknown[0]!r}; allowed: {', '.join(SECTIONS)}")
+            raise ValueError(f"unknown config key {unknown[0]}{did_you_mean(unknown[0], SECTIONS)}; allowed: "
+                             f"{', '.join(SECTIONS)}")
         for name in SECTIONS:
             if raw.get(name) is not None and not isinstance(raw[name], dict):
                 raise ValueError(f"config key {name}: expected a mapping, got {raw[name]!r}")
@@ -193,8 +216,8 @@ def _section(cls: type, section: str, raw: dict[str, Any]) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise ValueError(f"unknown config key {section}.{unknown[0]!r}; allowed in {section}: "
-                         f"{', '.join(sorted(fields))}")
+        raise ValueError(f"unknown config key {section}.{unknown[0]}{did_you_mean(unknown[0], fields)}; allowed in "
+                         f"{section}: {', '.join(sorted(fields))}")
     hints = typing.get_type_hints(cls)
     values = {}
     for name, value in raw.items():
@@ -211,13 +234,14 @@ def _model_section(raw: dict[str, Any]) -> ModelConfig:
 
     name = raw.get("name", ModelConfig.name)
     if not isinstance(name, str) or name not in list_models():
-        raise ValueError(f"config key model.name: unknown model {name!r}; allowed: {', '.join(list_models())}")
+        raise ValueError(f"config key model.name: unknown model {name!r}{did_you_mean(name, list_models())}; "
+                         f"allowed: {', '.join(list_models())}")
     defaults = model_defaults(name)
     options = {k: v for k, v in raw.items() if k != "name"}
     for key, value in options.items():
         if key not in defaults:
-            raise ValueError(f"unknown config key model.{key!r} for model {name!r}; allowed: "
-                             f"name, {', '.join(sorted(defaults))}")
+            raise ValueError(f"unknown config key model.{key} for model {name!r}{did_you_mean(key, defaults)}; "
+                             f"allowed: name, {', '.join(sorted(defaults))}")
         default = defaults[key]
         if default is not None:  # the default's type is the declared type; None-defaults are checked by the model
             options[key] = _check_type(f"model.{key}", value, type(default))
@@ -276,7 +300,8 @@ def _check_allowed(key: str, value: Any, meta: dict[str, Any]) -> None:
     if value is None:
         return
     if meta.get("choices") is not None and value not in meta["choices"]:
-        raise ValueError(f"config key {key}: {value!r} is not allowed; allowed: {', '.join(meta['choices'])}")
+        hint = did_you_mean(value, [c for c in meta["choices"] if isinstance(c, str)])
+        raise ValueError(f"config key {key}: {value!r} is not allowed{hint}; allowed: {', '.join(meta['choices'])}")
     if meta.get("low") is None and meta.get("high") is None:
         return
     for item in value if isinstance(value, tuple) else (value,):

@@ -8,7 +8,8 @@ names both values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from torch.utils.data import Dataset
@@ -21,14 +22,20 @@ __all__ = ["TrainData", "is_language_model", "load_train_data"]
 
 @dataclass(frozen=True)
 class TrainData:
-    """Datasets for training and evaluation; ``kind`` is ``"image"`` or ``"text"``; ``model_args`` are the
-    constructor arguments the data fixes (merged under the user's model options)."""
+    """Datasets for training and evaluation; ``kind`` is ``"image"`` or ``"text"`` (a user model's run: also
+    ``"classification"`` or ``"custom"``); ``model_args`` are the constructor arguments the data fixes (merged under
+    the user's model options); ``loss_fn`` replaces the cross-entropy and ``collate_fn`` the DataLoader's default
+    (see :mod:`layerscale.train.objective` and :mod:`layerscale.train.user_model`)."""
 
     kind: str
     train: Dataset
     eval: Dataset | None
     model_args: dict[str, Any]
     description: str
+    loss_fn: Callable[[Any, Any], Any] | None = None
+    collate_fn: Callable[[list], Any] | None = None
+    #: carved from the training split when ``data.validation_fraction > 0`` (``eval`` stays the test split)
+    validation: Dataset | None = None
 
 
 def is_language_model(model_name: str) -> bool:
@@ -45,7 +52,17 @@ def load_train_data(config: TrainConfig) -> TrainData:
         need = f"data.name: {TEXT_DATASET}" if not text else "an image dataset"
         raise ValueError(f"model {model.name!r} is {'a language' if not text else 'an image'} model, but data.name "
                          f"is {data.name!r}; it needs {need}")
-    return _load_text(config) if text else _load_images(config)
+    loaded = _load_text(config) if text else _load_images(config)
+    if data.validation_fraction <= 0:
+        return loaded
+    from ..data.split import split_off_validation
+
+    train, validation = split_off_validation(loaded.train, data.validation_fraction, data.split_seed)
+    unit = "windows" if text else "images"
+    return replace(loaded, train=train, validation=validation,
+                   description=f"{loaded.description}; validation: {len(validation):,} {unit} carved from the "
+                               f"training split (data.validation_fraction {data.validation_fraction:g}, "
+                               f"{len(train):,} left to train on)")
 
 
 def _load_text(config: TrainConfig) -> TrainData:

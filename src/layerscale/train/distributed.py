@@ -7,6 +7,8 @@ torchrun every helper here degrades to the single-process identity, so the train
 
 from __future__ import annotations
 
+import gc
+
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,7 +84,11 @@ def setup_distributed(device: str) -> DistContext:
 
 
 def teardown_distributed(ctx: DistContext) -> None:
+    """Destroy the process group this run created. The run's DDP reducer and model form reference cycles; they
+    are collected first, while the group still exists — left to the interpreter's exit, their C++ destructors run
+    during finalisation, where gloo can abort ("terminate called without an active exception")."""
     if ctx.owns_group and dist.is_initialized():
+        gc.collect()
         dist.destroy_process_group()
 
 

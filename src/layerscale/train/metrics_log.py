@@ -84,6 +84,14 @@ class MetricsLog:
                         and not isinstance(value, bool):
                     self._writer.add_scalar(f"{split}/{key}", value, step)
 
+    def add_scalars(self, scalars: dict[str, float], step: int) -> None:
+        """Write ``{tag: value}`` to this run's TensorBoard file at ``step`` (no-op without TensorBoard or off rank
+        0). Callbacks use it instead of a writer of their own: every writer of a resumed run purges the events
+        after the resume step, and a second writer's purge would erase the first one's new points."""
+        if self._writer is not None:
+            for tag, value in scalars.items():
+                self._writer.add_scalar(tag, value, step)
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

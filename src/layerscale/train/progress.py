@@ -1,11 +1,13 @@
 """What the user watches: a tqdm bar (loss, accuracy, throughput, ETA) on a terminal, plain log lines elsewhere.
 
 ``mode``: ``"bar"`` (tqdm; needs the train extra), ``"log"`` (a line every ``log_every_steps``), ``"none"``, or
-``"auto"``: a bar when tqdm is installed and stderr is a terminal, else log lines. Only rank 0 shows anything.
+``"auto"``: a bar when tqdm is installed and stderr is a terminal with a known, non-zero width, else log lines (a
+terminal of size 0 × 0, as some job consoles report, would show neither bar nor lines). Only rank 0 shows anything.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from datetime import timedelta
@@ -24,6 +26,14 @@ def format_metrics(values: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
+def _terminal_has_width(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal that reports a width of at least one column."""
+    try:
+        return bool(stream.isatty()) and os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 class Progress:
     """Tracks steps ``initial..total``; ``update(step, values)`` after each step, ``message(text)`` for events."""
 
@@ -39,7 +49,7 @@ class Progress:
                 if self.mode == "bar":
                     raise ImportError("run.progress: bar needs tqdm: pip install 'torch-layerscale[train]'") from None
                 tqdm = None
-            if tqdm is not None and (self.mode == "bar" or sys.stderr.isatty()):
+            if tqdm is not None and (self.mode == "bar" or _terminal_has_width(sys.stderr)):
                 self._bar = tqdm(total=total, initial=initial, unit=unit, dynamic_ncols=True)
                 self.mode = "bar"
             else:

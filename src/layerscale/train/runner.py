@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,9 @@ from typing import Any
 import torch
 
 from ..atomic_io import write_text_atomic
+from ..destinations import check_writable_dir
 from ..models.registry import create_model
+from .auto_policy import choose_compile
 from .callbacks import Callback
 from .checkpoint import (
     CHECKPOINT_DIR,
@@ -41,7 +43,8 @@ from .checkpoint import (
 )
 from .config import TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
-from .data_setup import load_train_data
+from .data_setup import TrainData, load_train_data
+from .finite_check import check_resume_finite
 from .distributed import (
     DistContext,
     barrier,
@@ -51,6 +54,7 @@ from .distributed import (
     wrap_model,
 )
 from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
+from .run_summary import warmup_warning
 from .trainer import Trainer
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "run"]
@@ -75,6 +79,8 @@ class TrainResult:
 def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path]:
     """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint."""
     path = Path(resume)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path}: is a file; --resume takes a run directory or one of its checkpoint directories")
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: run directory to resume not found")
     if (path / MODEL_FILE).is_file() and path.parent.name == CHECKPOINT_DIR:
@@ -92,7 +98,12 @@ def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
         if config is not None:
             raise ValueError(f"a resumed run uses {resume_dir / CONFIG_FILE}; pass --set key=value to change keys, "
                              "not --config")
-        return load_config_file(resume_dir / CONFIG_FILE)
+        raw = load_config_file(resume_dir / CONFIG_FILE)
+        name = raw["model"].get("name") if isinstance(raw.get("model"), dict) else None
+        if isinstance(name, str) and name.startswith("user:"):
+            raise ValueError(f"{resume_dir} trained a model given in Python ({name[5:]}); resume it there with "
+                             "layerscale.train.run(model=..., train_data=..., resume=RUN_DIR)")
+        return raw
     if config is None:
         raise ValueError("no config given: pass --config FILE.yaml (or resume a run with --resume RUN_DIR)")
     if isinstance(config, TrainConfig):
@@ -153,12 +164,14 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
                               f"--resume {run_dir} or choose another --out")
-    return run_dir
+    return check_writable_dir(run_dir)  # a folder that refuses files: one line now, not a traceback later
 
 
 def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = None, *,
         overrides: Sequence[str] = (), out: str | os.PathLike | None = None,
-        resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = ()) -> TrainResult:
+        resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = (),
+        model: torch.nn.Module | None = None, train_data: Any = None, eval_data: Any = None,
+        loss_fn: Callable[[Any, Any], torch.Tensor] | None = None) -> TrainResult:
     """Train from ``config`` (a :class:`TrainConfig`, a mapping of sections, or a YAML/JSON file), with
     ``overrides`` (``"section.key=value"``), into ``out`` (else ``run.out_dir``, else ``runs/<model>-<data>-<time>``),
     or continue the run ``resume`` (a run directory: its latest checkpoint; or one checkpoint directory).
@@ -166,7 +179,17 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
     Works the same under ``torchrun`` (every rank calls it; rank 0 writes). Raises ``ValueError``,
     ``FileNotFoundError``, ``FileExistsError`` or ``ImportError`` for bad input, before writing anything;
     :class:`~layerscale.train.nonfinite.NonFiniteError` if the run diverges with ``run.on_nonfinite: stop``.
+
+    With ``model`` (any ``nn.Module``) and ``train_data`` / ``eval_data`` (Datasets of ``(inputs, target)`` or
+    DataLoaders), trains the user's model instead, with ``loss_fn(output, target)`` (default: cross-entropy for
+    class or next-token logits) and a config without a model section; contract in
+    :mod:`layerscale.train.user_model`.
     """
+    if model is not None or train_data is not None or eval_data is not None or loss_fn is not None:
+        from .user_model import run_user_model
+
+        return run_user_model(model, train_data, eval_data, config, loss_fn=loss_fn, overrides=overrides, out=out,
+                              resume=resume, callbacks=callbacks)
     resume_dir, checkpoint = _resolve_resume(resume) if resume is not None else (None, None)
     raw = apply_overrides(_raw_config(config, resume_dir), list(overrides))
     cfg = TrainConfig.from_dict(raw)
@@ -179,7 +202,6 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
     deterministic_before = (torch.are_deterministic_algorithms_enabled(),
                             torch.is_deterministic_algorithms_warn_only_enabled())
     ctx = setup_distributed(cfg.run.device)
-    metrics = None
     try:
         if cfg.data.batch_size % ctx.world_size:
             raise ValueError(f"config key data.batch_size: {cfg.data.batch_size} (the global batch) is not divisible "
@@ -200,48 +222,71 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
                 raise ValueError(f"{checkpoint}: checkpoint of model {train_state.get('model')!r}, the config "
                                  f"builds {cfg.model.name!r}")
             saved = (weights, train_state)
-        run_dir = resume_dir if resume_dir is not None else _new_run_dir(cfg, ctx)
-        model.to(ctx.device)
-        wrapped = wrap_model(model, ctx, cfg.run.strategy)
-        torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
+        run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         # Imported here: diagnostics builds on the trainer's callback API (no import cycle at module load).
         from ..diagnostics.callback import DiagnosticsCallback
 
         monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics))
-        trainer = Trainer(cfg, wrapped, data, ctx, run_dir, [*callbacks, *([monitor] if monitor else [])],
-                          model_args=model_args)
+        if monitor is not None and any(getattr(m, "stream_mix1", None) is not None for m in model.modules()):
+            monitor = None  # multi-stream residuals (hc, hc_static, mhc): the block diagnostics refuse them
+        return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,
+                                 [*callbacks, *([monitor] if monitor else [])], model_args,
+                                 dump_config(cfg.to_dict()))
+    finally:
+        teardown_distributed(ctx)
+        _use_deterministic_algorithms(*deterministic_before)
+
+
+def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module, data: TrainData, run_dir: Path,
+                      checkpoint: Path | None, saved: tuple | None, callbacks: Sequence[Callback],
+                      model_args: dict[str, Any], config_text: str) -> TrainResult:
+    """From a built, checked model and its data to a finished run — the part of :func:`run` shared with
+    :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
+    it is finite), create or update the run folder only once every rank passed every check, train, and write
+    ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
+    model.to(ctx.device)
+    if choose_compile(cfg.run.compile, ctx.device)[0]:  # run.compile: regional (or auto where it wins)
+        from ..models.compile import compile_blocks
+
+        compile_blocks(model)
+    wrapped = wrap_model(model, ctx, cfg.run.strategy)
+    torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
+    trainer = Trainer(cfg, wrapped, data, ctx, run_dir, list(callbacks), model_args=model_args)
+    if saved is not None:
+        try:
+            trainer.restore(*saved)
+        except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
+            raise ValueError(f"{checkpoint}: training state does not fit this run "
+                             f"({str(exc).splitlines()[0]})") from None
+        check_resume_finite(trainer, checkpoint, saved[0])  # weights and one forward, before resuming
+    barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
+    if ctx.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(run_dir)
+        write_text_atomic(run_dir / CONFIG_FILE, config_text)
         if saved is not None:
-            try:
-                trainer.restore(*saved)
-            except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
-                raise ValueError(f"{checkpoint}: training state does not fit this run "
-                                 f"({str(exc).splitlines()[0]})") from None
-        barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
-        if ctx.is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            remove_stale_temporaries(run_dir)
-            write_text_atomic(run_dir / CONFIG_FILE, dump_config(cfg.to_dict()))
-            if saved is not None:
-                truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
-            if cfg.run.progress != "none":
-                what = f"resuming {checkpoint} at step {trainer.state.step}" if saved else "run directory"
-                print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
-                      f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
-                      flush=True)
-        barrier(ctx)
-        metrics = MetricsLog(run_dir, active=ctx.is_main, tensorboard=cfg.run.tensorboard,
-                             first_step=trainer.state.step)
+            truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
+        if cfg.run.progress != "none":
+            what = f"resuming {checkpoint} at step {trainer.state.step}" if saved else "run directory"
+            print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
+                  f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
+                  flush=True)
+        warning = warmup_warning(cfg.optim.warmup_steps, trainer.total_steps)
+        if warning is not None:
+            print(warning, file=sys.stderr, flush=True)
+    barrier(ctx)
+    metrics = MetricsLog(run_dir, active=ctx.is_main, tensorboard=cfg.run.tensorboard,
+                         first_step=trainer.state.step)
+    try:
         trainer.metrics = metrics
         final = trainer.fit()
         last = latest_checkpoint(run_dir)
         if ctx.is_main:
             summary = {"step": trainer.state.step, "epoch": trainer.state.epoch, "metrics": final,
-                       "checkpoint": str(last) if last else None,
+                       "test": trainer.state.test_eval, "stopped_early_at": trainer.early_stopping.stopped_step,
+                       "total_steps": trainer.total_steps, "checkpoint": str(last) if last else None,
                        "model": {"name": cfg.model.name, "args": model_args}}
             write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
         return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last)
     finally:
-        if metrics is not None:
-            metrics.close()
-        teardown_distributed(ctx)
-        _use_deterministic_algorithms(*deterministic_before)
+        metrics.close()

@@ -24,13 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
+from .auto_policy import choose_compile, choose_precision, model_width
+from .budget import planned_total_steps
+from .callback_state import callback_states, load_callback_states
 from .callbacks import Callback
-from .checkpoint import latest_checkpoint, save_checkpoint
+from .checkpoint import save_checkpoint
 from .config import TrainConfig
+from .early_stopping import EarlyStopping
 from .data_setup import TrainData
 from .distributed import (
     DistContext,
@@ -41,8 +44,10 @@ from .distributed import (
     load_full_state_dicts,
     unwrap_model,
 )
+from .finite_check import last_good_checkpoint, probe_forward_is_finite
 from .metrics_log import MetricsLog
 from .nonfinite import NonFiniteError, locate_nonfinite
+from .objective import batch_objective, eval_objective
 from .optimizer import build_optimizer
 from .progress import Progress
 from .rng import capture_rng_state, restore_rng_state
@@ -62,6 +67,7 @@ class TrainState:
     batch_in_epoch: int = 0
     elapsed: float = 0.0
     last_eval: dict[str, Any] = field(default_factory=dict)
+    test_eval: dict[str, Any] = field(default_factory=dict)  # the one test evaluation of a run with a validation split
 
 
 def _local(t: torch.Tensor) -> torch.Tensor:
@@ -82,6 +88,7 @@ class Trainer:
                  callbacks: list[Callback] | tuple[Callback, ...] = (), metrics: MetricsLog | None = None,
                  model_args: dict[str, Any] | None = None) -> None:
         self.config, self.ctx, self.run_dir, self.kind = config, ctx, run_dir, data.kind
+        self.loss_fn = data.loss_fn  # None: cross-entropy (layerscale.train.objective)
         self.model_args = dict(model_args or {})  # create_model(config.model.name, **model_args) rebuilds it
         self.callbacks = list(callbacks)
         self.wrapped = model
@@ -91,7 +98,12 @@ class Trainer:
         self.batch: tuple[torch.Tensor, torch.Tensor] | None = None
         self.progress: Progress | None = None
         self._fsdp = ctx.distributed and config.run.strategy == "fsdp"
-        self._autocast = config.run.precision == "bf16"
+        self.precision, precision_reason = choose_precision(config.run.precision, ctx.device, model_width(self.model))
+        self._autocast = self.precision == "bf16"
+        if "auto" in (config.run.precision, config.run.compile):
+            compiled, compile_reason = choose_compile(config.run.compile, ctx.device)
+            self._emit(f"precision: {self.precision} ({precision_reason}); compile: "
+                       f"{'regional' if compiled else 'off'} ({compile_reason})")
 
         d, o, r = config.data, config.optim, config.run
         self.per_rank_batch = d.batch_size // ctx.world_size
@@ -101,19 +113,21 @@ class Trainer:
         if self.steps_per_epoch == 0:
             raise ValueError(f"config key data.batch_size: {d.batch_size} is larger than the training split "
                              f"({len(data.train)} samples); allowed: at most {len(data.train)}")
-        total = o.epochs * self.steps_per_epoch
-        self.total_steps = min(total, o.max_steps) if o.max_steps else total
+        self.total_steps = planned_total_steps(o, self.steps_per_epoch)
         pin = ctx.device.type == "cuda"
         self.train_loader = DataLoader(data.train, batch_size=self.per_rank_batch, sampler=self.train_sampler,
                                        drop_last=True, num_workers=d.num_workers, pin_memory=pin,
-                                       generator=torch.Generator())
-        self.eval_loader = None
-        if data.eval is not None and len(data.eval) > 0:
-            self.eval_sampler = EvalShardSampler(len(data.eval), ctx.rank, ctx.world_size)
-            eval_batch = -(-(d.eval_batch_size or d.batch_size) // ctx.world_size)
-            # Its own generator: iterating a DataLoader draws a seed, which must not come from the global RNG.
-            self.eval_loader = DataLoader(data.eval, batch_size=eval_batch, sampler=self.eval_sampler,
-                                          num_workers=d.num_workers, pin_memory=pin, generator=torch.Generator())
+                                       collate_fn=data.collate_fn, generator=torch.Generator())
+        # Periodic evaluation reads the validation split when there is one, else the test split; with a validation
+        # split the test split is read once, when the run ends (run.evaluate_test).
+        self.eval_on = "validation" if data.validation is not None else "test"
+        evaluated = data.validation if data.validation is not None else data.eval
+        self.eval_loader, self.eval_sampler = self._eval_loader(evaluated, data)
+        self.test_loader, self.test_sampler = (
+            self._eval_loader(data.eval, data) if data.validation is not None and r.evaluate_test else (None, None))
+        self.stop_step = min(self.total_steps, r.stop_at_step) if r.stop_at_step else self.total_steps
+        self.early_stopping = EarlyStopping(r.patience, r.min_delta,
+                                            "max" if data.kind in ("image", "classification") else "min")
         self.optimizer = build_optimizer(self.model, o)
         self.scheduler = WarmupCosineSchedule(self.optimizer, o.warmup_steps, self.total_steps, o.min_lr)
         self._last_checkpoint_step = -1
@@ -124,6 +138,19 @@ class Trainer:
         self._start = time.perf_counter()
 
     # ----------------------------------------------------------------------------------------------- utilities
+    def _eval_loader(self, dataset, data: TrainData):
+        """``(loader, sampler)`` over ``dataset`` sharded across ranks, or ``(None, None)`` when it is empty."""
+        if dataset is None or len(dataset) == 0:
+            return None, None
+        ctx, d = self.ctx, self.config.data
+        sampler = EvalShardSampler(len(dataset), ctx.rank, ctx.world_size)
+        batch = -(-(d.eval_batch_size or d.batch_size) // ctx.world_size)
+        # Its own generator: iterating a DataLoader draws a seed, which must not come from the global RNG.
+        loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=d.num_workers,
+                            pin_memory=ctx.device.type == "cuda", collate_fn=data.collate_fn,
+                            generator=torch.Generator())
+        return loader, sampler
+
     def log(self, record: dict[str, Any]) -> None:
         """Write ``record`` to ``metrics.jsonl`` / TensorBoard (rank 0 only); ``step``, ``epoch`` and ``time`` are
         filled in when absent."""
@@ -141,11 +168,6 @@ class Trainer:
         if not self._autocast:
             return nullcontext()
         return torch.autocast(device_type=self.ctx.device.type, dtype=torch.bfloat16)
-
-    def _flatten(self, logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.kind == "text":  # (B, T, V) next-token logits: every position is one classification
-            return logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
-        return logits, targets
 
     def _emit(self, text: str) -> None:
         if not self.ctx.is_main:
@@ -174,7 +196,9 @@ class Trainer:
             group["lr"] = lr
         self.state = TrainState(int(train_state["step"]), int(train_state["epoch"]),
                                 int(train_state["batch_in_epoch"]), float(train_state.get("elapsed", 0.0)),
-                                dict(train_state.get("last_eval", {})))
+                                dict(train_state.get("last_eval", {})), dict(train_state.get("test_eval", {})))
+        self.early_stopping.load_state_dict(train_state.get("early_stopping", {}))
+        load_callback_states(self.callbacks, train_state.get("callbacks", {}))
         self._last_checkpoint_step = self.state.step
         rng = train_state["rng"]
         if len(rng) == self.ctx.world_size:
@@ -186,16 +210,17 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------------ training
     def fit(self) -> dict[str, Any]:
-        """Train to ``total_steps``; returns the last evaluation record (empty without an eval split)."""
+        """Train to ``total_steps`` (or to ``run.stop_at_step``, or until early stopping); returns the last
+        evaluation record (empty without an eval split)."""
         run = self.config.run
-        self.progress = Progress(self.total_steps, self.state.step, run.progress, self.ctx.is_main,
+        self.progress = Progress(self.stop_step, self.state.step, run.progress, self.ctx.is_main,
                                  unit="step")
         self._start = time.perf_counter()
         self._window_start = self._start
         for cb in self.callbacks:
             cb.on_train_start(self)
         try:
-            while self.state.step < self.total_steps:
+            while self.state.step < self.stop_step and not self.early_stopping.stopped:
                 self._run_epoch()
             if self._last_checkpoint_step != self.state.step:
                 self.checkpoint()
@@ -211,7 +236,7 @@ class Trainer:
         self.train_sampler.set_epoch(state.epoch, start=state.batch_in_epoch * self.per_rank_batch)
         self.train_loader.generator.manual_seed(run.seed + state.epoch)  # worker seeds, when there are workers
         for x, y in self.train_loader:
-            if state.step >= self.total_steps:
+            if state.step >= self.stop_step or self.early_stopping.stopped:
                 return
             x = x.to(self.ctx.device, non_blocking=True)
             y = y.to(self.ctx.device, non_blocking=True)
@@ -227,12 +252,15 @@ class Trainer:
             if applied:
                 for cb in self.callbacks:
                     cb.on_step_end(self, state.step)
-            last = state.step == self.total_steps
+            last = state.step == self.stop_step
             self.progress.update(state.step)
             if state.step % run.log_every_steps == 0 or last:
                 self._log_train()
             if end_of_epoch or last or (run.eval_every_steps and state.step % run.eval_every_steps == 0):
                 self.evaluate()
+            finished = state.step == self.total_steps or self.early_stopping.stopped
+            if finished and self.test_loader is not None and not state.test_eval:
+                self.evaluate(test=True)
             if run.checkpoint_every_steps and state.step % run.checkpoint_every_steps == 0:
                 self.checkpoint()
 
@@ -243,14 +271,11 @@ class Trainer:
         rng_before = capture_rng_state(self.ctx.device)
         with self._amp():
             logits = self.wrapped(x)
-        flat_logits, flat_y = self._flatten(logits, y)
-        loss = F.cross_entropy(flat_logits.float(), flat_y, label_smoothing=o.label_smoothing)
+        loss, correct, n = batch_objective(logits, y, self.kind, self.loss_fn, o.label_smoothing)
         loss.backward()
         max_norm = o.grad_clip if o.grad_clip > 0 else math.inf
         grad_norm = _full(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
         with torch.no_grad():
-            n = flat_y.numel()
-            correct = (flat_logits.argmax(-1) == flat_y).sum()
             bad = (~torch.isfinite(loss.detach())) | (~torch.isfinite(grad_norm.detach()))
             stats = torch.stack([loss.detach().double() * n, correct.double(),
                                  torch.tensor(float(n), dtype=torch.float64, device=loss.device), bad.double()])
@@ -291,7 +316,7 @@ class Trainer:
         if self.config.run.on_nonfinite == "skip":
             self._emit(f"{message}; step skipped")
             return
-        last = latest_checkpoint(self.run_dir)
+        last = last_good_checkpoint(self.run_dir, trainer=self)
         raise NonFiniteError(f"{message}; run stopped (run.on_nonfinite: stop); last good checkpoint: "
                              f"{last if last is not None else 'none written yet'}")
 
@@ -305,8 +330,10 @@ class Trainer:
         loss, count = (window[0] / window[2]).item(), window[2].item()
         record = {"split": "train", "loss": loss, "accuracy": (window[1] / window[2]).item(), "lr": self._lr,
                   "grad_norm": self._grad_norm, "throughput": count / max(seconds, 1e-9)}
+        if math.isnan(record["accuracy"]):  # a user loss_fn whose outputs are not class logits
+            del record["accuracy"]
         self.log(record)
-        shown = {"loss": loss, "acc": record["accuracy"], "lr": self._lr,
+        shown = {"loss": loss, **({"acc": record["accuracy"]} if "accuracy" in record else {}), "lr": self._lr,
                  ("tok/s" if self.kind == "text" else "img/s"): round(record["throughput"])}
         if self.progress.mode == "bar":
             self.progress.update(self.state.step, shown)
@@ -315,57 +342,85 @@ class Trainer:
 
     # --------------------------------------------------------------------------------------------- evaluation
     @torch.no_grad()
-    def evaluate(self) -> dict[str, Any]:
-        """Loss (no smoothing), accuracy and, for text, perplexity over the eval split, reduced over ranks
-        (each sample counted once); logged as a ``split: eval`` record and returned."""
-        if self.eval_loader is None:
+    def evaluate(self, test: bool = False) -> dict[str, Any]:
+        """Loss (no smoothing), accuracy and, for text, perplexity over the eval split (the validation split
+        when there is one: ``"on"`` in the record says which), reduced over ranks (each sample counted once);
+        logged as a ``split: eval`` record, fed to early stopping, and returned. ``test=True``: the one
+        evaluation of the test split of a run with a validation split (whole split, a ``split: test`` record)."""
+        loader, sampler = (self.test_loader, self.test_sampler) if test else (self.eval_loader, self.eval_sampler)
+        if loader is None:
             return {}
         model = self.wrapped if self._fsdp else self.model  # DDP's forward would sync buffers: use the module
         model.eval()
         sums = torch.zeros(3, dtype=torch.float64, device=self.ctx.device)
-        seen, limit = 0, self.config.run.eval_batches
-        for i, (x, y) in enumerate(self.eval_loader):
+        seen, limit = 0, 0 if test else self.config.run.eval_batches
+        for i, (x, y) in enumerate(loader):
             if limit and i >= limit:
                 break
             x, y = x.to(self.ctx.device, non_blocking=True), y.to(self.ctx.device, non_blocking=True)
-            with self._amp():
+            # The forward alone under inference mode (no autograd bookkeeping); FSDP's unsharding keeps no_grad.
+            with torch.inference_mode(not self._fsdp), self._amp():
                 logits = model(x)
-            valid = max(0, min(len(y), self.eval_sampler.num_valid - seen))  # padding (equal batch counts) last
+            valid = max(0, min(len(y), sampler.num_valid - seen))  # padding (equal batch counts) last
             seen += len(y)
-            logits, y = self._flatten(logits[:valid], y[:valid])
-            sums[0] += F.cross_entropy(logits.float(), y, reduction="sum").double()
-            sums[1] += (logits.argmax(-1) == y).sum().double()
-            sums[2] += y.numel()
+            if valid == 0:
+                continue
+            loss_sum, correct, n = eval_objective(logits[:valid], y[:valid], self.kind, self.loss_fn)
+            sums[0] += loss_sum.double()
+            sums[1] += correct.double()
+            sums[2] += n
         model.train()
         all_reduce(sums, self.ctx)
         loss = (sums[0] / sums[2]).item() if sums[2] > 0 else float("nan")
-        record: dict[str, Any] = {"split": "eval", "loss": loss,
+        record: dict[str, Any] = {"split": "test" if test else "eval", "on": "test" if test else self.eval_on,
+                                  "loss": loss,
                                   "accuracy": (sums[1] / sums[2]).item() if sums[2] > 0 else float("nan")}
+        if self.loss_fn is not None and math.isnan(record["accuracy"]):  # outputs that are not class logits
+            del record["accuracy"]
         if self.kind == "text":
             record["perplexity"] = math.exp(min(loss, 700.0))
         record["samples"] = int(sums[2].item())
         self.log(record)
-        self.state.last_eval = {"step": self.state.step, **record}
         shown = {k: v for k, v in record.items() if k in ("loss", "accuracy", "perplexity")}
-        self._emit(f"eval  step {self.state.step}  epoch {self._epoch_progress():g}  "
+        self._emit(f"{'test' if test else 'eval'}  step {self.state.step}  epoch {self._epoch_progress():g}  "
                    + "  ".join(f"{k} {v:.4f}" for k, v in shown.items()))
+        if test:
+            self.state.test_eval = {"step": self.state.step, **record}
+            return record
+        self.state.last_eval = {"step": self.state.step, **record}
+        self._update_early_stopping(record)
         for cb in self.callbacks:
             cb.on_eval_end(self, self.state.step, record)
         return record
 
+    def _update_early_stopping(self, record: dict[str, Any]) -> None:
+        stopping = self.early_stopping
+        metric = "accuracy" if stopping.mode == "max" else "loss"
+        if metric not in record or not stopping.update(record[metric], self.state.step):
+            return
+        self.log({"split": "event", "event": "early_stop", "metric": metric, "best": stopping.best,
+                  "best_step": stopping.best_step, "patience": stopping.patience})
+        self._emit(f"early stop at step {self.state.step}: eval {metric} did not improve by more than "
+                   f"{stopping.min_delta:g} in {stopping.patience} evaluations (best {stopping.best:.4f} at step "
+                   f"{stopping.best_step})")
+
     # -------------------------------------------------------------------------------------------- checkpoints
     def checkpoint(self) -> Path | None:
         """Write a checkpoint of the current step (rank 0 writes; a collective under FSDP). Raises
-        :class:`NonFiniteError` instead if a weight is not finite, leaving earlier checkpoints untouched."""
+        :class:`NonFiniteError` instead if a weight, or the forward on a fixed batch
+        (:mod:`~layerscale.train.finite_check`), is not finite, leaving earlier checkpoints untouched."""
         step = self.state.step
         bad = next((name for name, p in self.model.named_parameters()
                     if not bool(torch.isfinite(_local(p.detach())).all())), None)
-        flags = torch.tensor([0.0 if bad is None else 1.0], device=self.ctx.device)
+        forward_ok = probe_forward_is_finite(self)  # on every rank: a collective under FSDP
+        flags = torch.tensor([0.0 if bad is None else 1.0, 0.0 if forward_ok else 1.0], device=self.ctx.device)
         all_reduce(flags, self.ctx, op="max")
-        if flags.item() > 0:
-            last = latest_checkpoint(self.run_dir)
-            raise NonFiniteError(f"weights are non-finite after step {step} ({bad or 'on another rank'}); not "
-                                 f"checkpointed; last good checkpoint: {last if last is not None else 'none'}")
+        if flags.max().item() > 0:
+            last = last_good_checkpoint(self.run_dir, trainer=self)
+            what = (f"weights are non-finite ({bad or 'on another rank'})" if flags[0].item() > 0
+                    else "the forward on a fixed batch is not finite")
+            raise NonFiniteError(f"{what} after step {step}; not checkpointed; last good checkpoint: "
+                                 f"{last if last is not None else 'none'}")
         weights, optim_state = full_state_dicts(self.wrapped, self.optimizer, self.ctx, self._fsdp)
         rng = all_gather_objects(capture_rng_state(self.ctx.device), self.ctx)
         path = None
@@ -375,6 +430,8 @@ class Trainer:
                 "elapsed": self._elapsed(), "last_eval": self.state.last_eval, "world_size": self.ctx.world_size,
                 "model": self.config.model.name, "model_args": self.model_args, "total_steps": self.total_steps,
                 "optimizer": optim_state, "scheduler": self.scheduler.state_dict(), "rng": rng,
+                "test_eval": self.state.test_eval, "early_stopping": self.early_stopping.state_dict(),
+                "callbacks": callback_states(self.callbacks),
             }
             path = save_checkpoint(self.run_dir, step, weights, train_state, self.config.run.keep_checkpoints)
         barrier(self.ctx)

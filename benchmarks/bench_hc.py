@@ -1,0 +1,87 @@
+"""Hyper-Connections training-step cost: an ``hc`` (and ``hc_static``, ``mhc``) ViT against the ``prenorm`` ViT of the
+same width and depth, expansion rate 4, as ratios measured in one run (interleaved medians).
+
+One step = forward, cross-entropy, backward, AdamW step, on random images (random weights). The issue's target:
+``hc`` ≤ 1.3× ``prenorm``. The extra work of a hyper-connection per branch is a few passes over the ``n``-times
+wider stream (read, remix, write; plus a LayerNorm and two small projections for the dynamic form), independent
+of the attention and MLP cost, so the ratio falls as the width grows.
+
+Run: python benchmarks/bench_hc.py [--width 192] [--depth 12] [--heads 3] [--batch 32] [--img 32] [--patch 4]
+     [--rate 4] [--rounds 7] [--threads 1] [--clock auto|wall|cpu] [--device cpu|cuda] [--methods hc,hc_static,mhc]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+import torch.nn.functional as F
+
+from activation_memory import synchronizer
+from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+
+from layerscale import create_model
+from layerscale.residual import get_residual
+from layerscale.residual.hyper_connections import HyperConnections
+from layerscale.residual.mhc import ManifoldConstrainedHyperConnections
+
+
+def _method(name: str, rate: int):
+    if name == "mhc":
+        return ManifoldConstrainedHyperConnections(expansion_rate=rate)
+    if name in ("hc", "hc_static"):
+        method = get_residual(name)
+        return type(method)(expansion_rate=rate) if isinstance(method, HyperConnections) else method
+    return get_residual(name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--width", type=int, default=192)
+    parser.add_argument("--depth", type=int, default=12)
+    parser.add_argument("--heads", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--img", type=int, default=32)
+    parser.add_argument("--patch", type=int, default=4)
+    parser.add_argument("--rate", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--methods", default="hc,hc_static,mhc")
+    parser.add_argument("--clock", default="auto", choices=CLOCKS,
+                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    clock = resolve_clock(args.clock, args.device, args.threads)
+    sync = synchronizer(args.device)
+    names = ["prenorm"] + [m for m in args.methods.split(",") if m]
+    x = torch.randn(args.batch, 3, args.img, args.img, device=args.device)
+    y = torch.randint(0, 10, (args.batch,), device=args.device)
+    steps = {}
+    for name in names:
+        torch.manual_seed(0)
+        model = create_model("vit", img_size=args.img, patch_size=args.patch, num_classes=10, embed_dim=args.width,
+                             depth=args.depth, num_heads=args.heads, residual=_method(name, args.rate),
+                             init_value=None).to(args.device).train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step(model=model, optimizer=optimizer):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            sync()
+
+        steps[name] = step
+    tokens = (args.img // args.patch) ** 2 + 1
+    print(f"ViT {args.img}x{args.img}/patch {args.patch} ({tokens} tokens), width {args.width}, depth {args.depth}, "
+          f"{args.heads} heads, batch {args.batch}, expansion rate {args.rate}, device {args.device}, "
+          f"{args.threads} threads, {clock} clock; training step (AdamW), median of {args.rounds} interleaved rounds")
+    medians = medians_on_clock(steps, rounds=args.rounds, clock=clock)
+    base = medians["prenorm"]
+    for name in names:
+        print(f"{name:>10s} {medians[name] * 1e3:9.1f} ms  x{medians[name] / base:5.2f} vs prenorm")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Hyper-Connections: the residual stream widened to ``n`` parallel streams with learned width and depth connections
+(Zhu, Huang, Huang, Zeng, Mao, Wu, Min and Zhou 2024, "Hyper-Connections", ICLR 2025; arXiv 2409.19606).
+
+Notation of the paper (§2): the stream is the hyper hidden matrix ``H ∈ R^{n×d}``, every row initialised to the
+embedding ``h⁰`` (§2.1). Each layer ``T`` (here: each branch, attention or MLP, with its Pre-LN norm) is wrapped by
+the connection matrix ``HC = [[0, B], [A_m, A_r]]`` (Eq. 1)::
+
+    h₀ᵀ = A_mᵀ H            (Eq. 3, the branch input: a mix of the streams)
+    H'  = A_rᵀ H            (Eq. 4, the streams remixed)
+    Ĥ   = Bᵀ T(h₀)ᵀ + H'    (Eq. 5, the branch output written to every stream; Eq. 2 in one line)
+
+Dynamic hyper-connections (§2.2) make the entries depend on the input (Eqs. 10–13)::
+
+    H̄      = norm(H)                                  (LayerNorm of every stream row, no affine: Algorithm 2)
+    B(H)   = s_β ∘ tanh(H̄ W_β)ᵀ + B                   (Eq. 11)
+    A_m(H) = s_α ∘ tanh(H̄ W_m) + A_m                   (Eq. 12)
+    A_r(H) = s_α ∘ tanh(H̄ W_r) + A_r                   (Eq. 13)
+
+Initialisation (§2.3, Eq. 14): ``W_β, W_m, W_r = 0``, ``B = 1_{1×n}``, ``A_m = e_{k mod n}``, ``A_r = I_n`` with
+``k`` the index of the layer, and ``s_α = s_β = 0.01`` (Algorithm 2). Every stream then carries the same vector as
+the Pre-LN stream: the model at initialisation **is** the Pre-LN model. Before the head the streams are summed (§2.1)
+and the sum goes through the final norm; a norm is scale-invariant up to its ``eps``, so the logits equal the
+Pre-LN logits up to that ``eps`` (exactly, to rounding, with ``eps → 0``).
+
+Not applied: the paper's OLMo recipe (§4, "Implementation") also multiplies the initial std of the attention and MLP
+output projections by √n to keep the summed output's std; that is a training recipe for its models, it changes
+the weights (so the model would no longer equal our Pre-LN model at step 0), and the final norm already removes the
+sum's scale. The static parameters get no weight decay (§4): :class:`HyperConnection` lists them in
+``no_weight_decay_names``, which the trainer's parameter groups honour. (``W_β`` is a vector and, like every 1-D
+parameter there, is not decayed either — a small departure from "the dynamic component does".)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .base import BlockContext, Branch, ResidualMethod
+
+__all__ = ["HyperConnection", "HyperConnections", "StaticHyperConnections", "check_expansion_rate",
+           "expand_streams", "sum_streams", "sublayer_index"]
+
+#: The small initial value of the dynamic scales ``s_α`` and ``s_β`` (Algorithm 2 of the paper).
+DYNAMIC_SCALE_INIT = 0.01
+
+
+def check_expansion_rate(n, minimum: int = 1) -> int:
+    """Return ``n`` if it is an int ``>= minimum``, else raise a one-line ``ValueError``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
+        raise ValueError(f"expansion_rate must be an int >= {minimum}, got {n!r}")
+    return n
+
+
+def sublayer_index(ctx: BlockContext, branch: Branch) -> int:
+    """The 0-based index ``k`` of a branch among all sub-layers: ``2·(block − 1)`` for attention, ``+1`` for the MLP."""
+    return 2 * (ctx.index - 1) + (0 if branch == "attn" else 1)
+
+
+def expand_streams(x: torch.Tensor, n: int) -> torch.Tensor:
+    """``(..., d) -> (..., n, d)``: ``n`` copies of ``x`` (a broadcast view, no copy)."""
+    return x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1])
+
+
+def sum_streams(stream: torch.Tensor) -> torch.Tensor:
+    """``(..., n, d) -> (..., d)``: the row-wise sum of the hyper hidden matrix (§2.1)."""
+    return stream.sum(dim=-2)
+
+
+class HyperConnection(nn.Module):
+    """The hyper-connection of one branch: ``read`` gives ``h₀`` and ``H'``, ``write`` returns ``Bᵀ y + H'``.
+
+    Parameters (state-dict keys): ``alpha`` ``= [A_m | A_r] ∈ R^{n×(n+1)}`` (the width connections ``WC``, Eq. 7),
+    ``beta`` ``= B ∈ R^n``; with ``dynamic=True`` also ``alpha_proj = [W_m | W_r] ∈ R^{d×(n+1)}``,
+    ``alpha_scale = s_α``, ``beta_proj = W_β ∈ R^d``, ``beta_scale = s_β``. ``reset_parameters`` sets Eq. 14 for
+    sub-layer ``layer_index``.
+    """
+
+    owns_init = True
+    #: The static part gets no weight decay (§4 "Implementation"); ``beta`` is 1-D and exempt anyway.
+    no_weight_decay_names = ("alpha", "beta")
+
+    def __init__(self, dim: int, expansion_rate: int, layer_index: int, dynamic: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        n = check_expansion_rate(expansion_rate)
+        factory = {"device": device, "dtype": dtype}
+        self.dim, self.expansion_rate, self.layer_index, self.dynamic = dim, n, layer_index, dynamic
+        self.alpha = nn.Parameter(torch.empty(n, n + 1, **factory))
+        self.beta = nn.Parameter(torch.empty(n, **factory))
+        if dynamic:
+            self.alpha_proj = nn.Parameter(torch.empty(dim, n + 1, **factory))
+            self.alpha_scale = nn.Parameter(torch.empty(1, **factory))
+            self.beta_proj = nn.Parameter(torch.empty(dim, **factory))
+            self.beta_scale = nn.Parameter(torch.empty(1, **factory))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Eq. 14: ``A_m = e_{k mod n}``, ``A_r = I``, ``B = 1``; dynamic projections 0, scales 0.01."""
+        n = self.expansion_rate
+        with torch.no_grad():
+            self.alpha.zero_()
+            self.alpha[self.layer_index % n, 0] = 1.0
+            self.alpha[:, 1:].copy_(torch.eye(n, device=self.alpha.device, dtype=self.alpha.dtype))
+            self.beta.fill_(1.0)
+            if self.dynamic:
+                self.alpha_proj.zero_()
+                self.beta_proj.zero_()
+                self.alpha_scale.fill_(DYNAMIC_SCALE_INIT)
+                self.beta_scale.fill_(DYNAMIC_SCALE_INIT)
+
+    def coefficients(self, stream: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(WC, B)``: ``(n, n+1)`` and ``(n,)`` (static), or per token ``(..., n, n+1)``, ``(..., n)`` (Eqs. 10–13)."""
+        if not self.dynamic:
+            return self.alpha, self.beta
+        normed = F.layer_norm(stream, (self.dim,))
+        # W_m, W_r and W_β in one product (one pass over the n-times wider stream instead of two).
+        dynamic = torch.tanh(normed @ torch.cat((self.alpha_proj, self.beta_proj.unsqueeze(-1)), dim=-1))
+        alpha = self.alpha + self.alpha_scale * dynamic[..., :-1]
+        beta = self.beta + self.beta_scale * dynamic[..., -1]
+        return alpha, beta
+
+    def read(self, stream: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(h₀, H', B)`` for ``stream`` ``(..., n, d)``: ``[h₀; H'] = WCᵀ H`` (Eqs. 3–4) in one product."""
+        if stream.shape[-2:] != (self.expansion_rate, self.dim):
+            raise ValueError(f"hyper-connection expected a stream (..., {self.expansion_rate}, {self.dim}), got "
+                             f"{tuple(stream.shape)}; expand the embedding with the method's expand_stream first")
+        alpha, beta = self.coefficients(stream)
+        if self.dynamic:  # one (n+1) × n matrix per token: one batched product over the flattened tokens
+            tokens = stream.shape[:-2]
+            mixed = torch.bmm(alpha.flatten(0, -3).transpose(1, 2), stream.reshape(-1, *stream.shape[-2:]))
+            mixed = mixed.view(*tokens, *mixed.shape[1:])
+        else:
+            mixed = torch.einsum("kj,...kd->...jd", alpha, stream)  # one matrix for all tokens: a single GEMM
+        branch_input, carried = mixed.split((1, self.expansion_rate), dim=-2)  # split: one concatenation backward
+        return branch_input.squeeze(-2), carried, beta
+
+    def write(self, carried: torch.Tensor, beta: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+        """``Ĥ = Bᵀ update + H'`` (Eq. 5): the branch output added to stream ``j`` with weight ``B_j``."""
+        return torch.addcmul(carried, beta.unsqueeze(-1), update.unsqueeze(-2))
+
+    def extra_repr(self) -> str:
+        return (f"dim={self.dim}, expansion_rate={self.expansion_rate}, layer_index={self.layer_index}, "
+                f"dynamic={self.dynamic}")
+
+
+class HyperConnections(ResidualMethod):
+    """Dynamic Hyper-Connections (DHC, the paper's default): ``n`` streams, input-dependent ``A_m, A_r, B``.
+
+    Each branch keeps its Pre-LN norm (``norm{i}``) and gains ``stream_mix{i}`` (:class:`HyperConnection`, keys
+    ``stream_mix{i}.alpha`` etc.). ``expansion_rate`` ``n`` (default 4, the paper's choice; 2–8 studied) is set per
+    instance: ``residual=HyperConnections(expansion_rate=2)``. The model expands the embedding to ``n`` copies,
+    sums the streams before the final norm and head (:meth:`expand_stream`, :meth:`reduce_stream`). The layer
+    index ``k`` of Eq. 14 counts sub-layers (:func:`sublayer_index`); in CaiT the class-attention stage continues
+    the count on the class token's own ``n`` streams, its keys/values being the summed patch streams.
+    ``init_value`` ignored; ``ls_placement`` must stay ``"both"``.
+    """
+
+    name = "hc"
+    dynamic = True
+
+    def __init__(self, expansion_rate: int = 4) -> None:
+        self.num_streams = check_expansion_rate(expansion_rate)
+
+    def stream_mix(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
+        return HyperConnection(ctx.dim, self.num_streams, sublayer_index(ctx, branch), dynamic=self.dynamic)
+
+    def expand_stream(self, x: torch.Tensor) -> torch.Tensor:
+        return expand_streams(x, self.num_streams)
+
+    def reduce_stream(self, stream: torch.Tensor) -> torch.Tensor:
+        return sum_streams(stream)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(expansion_rate={self.num_streams})"
+
+
+class StaticHyperConnections(HyperConnections):
+    """Static Hyper-Connections (SHC): learnable ``A_m, A_r, B`` that do not depend on the input (§2.1, Eqs. 1–5).
+
+    With ``expansion_rate=1`` and the initialisation of Eq. 14 the method is Pre-LN exactly (``HC = [[0, 1], [1, 1]]``,
+    Eq. 15): ``h₀ = H``, ``H' = H``, ``Ĥ = T(h₀) + H``.
+    """
+
+    name = "hc_static"
+    dynamic = False

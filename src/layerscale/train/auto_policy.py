@@ -1,0 +1,75 @@
+"""What ``run.precision: auto`` and ``run.compile: auto`` choose: fixed rules from measurements, not guesses.
+
+Both rules are functions of the device and the model configuration only, so a run (and its resumption) always
+makes the same choice on the same machine.
+
+**Precision** (``benchmarks/bench_precision.py``, ``docs/performance.md``). bf16 autocast pays where the step is
+dominated by matrix products large enough to use the hardware's bf16 units; narrow models are dominated by per-operator
+costs that autocast's casts add to. Measured on a CPU with AVX-512 BF16 (2026-11-30, ViT training step, depth 4,
+batch 64): fp32 / bf16 time 0.67, 0.75, 0.86, 1.08, 1.25, 1.44 at widths 64, 96, 128, 192, 256, 384 with 17
+tokens, and 1.02, 1.21, 1.35, 1.53, 1.90, 1.98 with 65 tokens. bf16 wins at both token counts from width
+:data:`CPU_BF16_MIN_WIDTH` = 192 on, so on a CPU with native bf16 (AVX-512 BF16 or AMX) ``auto`` picks bf16 from
+that width and fp32 below it; on a CPU without native bf16 (emulated, slower) always fp32. On a CUDA device with
+bf16 support (compute capability ≥ 8.0) ``auto`` picks bf16 — the usual rule for tensor cores, not yet measured
+here (``benchmarks/gpu_suite.sh`` is prepared); without bf16 support, fp32.
+
+**Compilation** (``benchmarks/bench_compile_gain.py``). Regional compilation
+(:func:`layerscale.models.compile_blocks`, Inductor) measured on the CPU: steady-state training step 0.98× eager at
+width 64 / depth 12 (the Fashion-MNIST study) and 0.95× at width 192 / depth 12, for 170–190 s of compilation — it
+never wins there, so ``auto`` does not compile on a CPU. No GPU measurement exists yet, so ``auto`` does not compile
+on CUDA either; ``run.compile: regional`` compiles unconditionally.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["CPU_BF16_MIN_WIDTH", "choose_compile", "choose_precision", "cpu_has_native_bf16", "model_width"]
+
+#: The narrowest model width at which bf16 autocast measured faster than fp32 on a CPU with native bf16.
+CPU_BF16_MIN_WIDTH = 192
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 matrix products natively (AVX-512 BF16 or AMX tiles), as oneDNN sees it."""
+    cpu = getattr(torch._C, "_cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks) if cpu is not None else False
+
+
+def model_width(model: nn.Module) -> int | None:
+    """The model's width (its ``embed_dim`` attribute, as our ViT, CaiT and GPT have); ``None`` if it has none."""
+    width = getattr(model, "embed_dim", None)
+    return width if isinstance(width, int) and not isinstance(width, bool) else None
+
+
+def choose_precision(requested: str, device: torch.device, width: int | None) -> tuple[str, str]:
+    """``(precision, reason)``: ``requested`` itself unless it is ``"auto"``, then the rule of the module docstring."""
+    if requested != "auto":
+        return requested, "as configured"
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported():
+            return "bf16", "auto: CUDA device with bf16 support"
+        return "fp32", "auto: this CUDA device has no bf16 support"
+    if device.type != "cpu":
+        return "fp32", f"auto: no measured rule for device type {device.type!r}"
+    if not cpu_has_native_bf16():
+        return "fp32", "auto: this CPU has no native bf16 (AVX-512 BF16 / AMX)"
+    if width is None:
+        return "fp32", "auto: the model's width is unknown"
+    if width >= CPU_BF16_MIN_WIDTH:
+        return "bf16", f"auto: CPU with native bf16 and width {width} >= {CPU_BF16_MIN_WIDTH}"
+    return "fp32", f"auto: width {width} < {CPU_BF16_MIN_WIDTH}, where bf16 measured slower on a CPU"
+
+
+def choose_compile(requested: str, device: torch.device) -> tuple[bool, str]:
+    """``(compile the blocks?, reason)``: ``"regional"`` always, ``"off"`` never, ``"auto"`` by the measured rule —
+    which has no configuration where regional compilation wins yet (see the module docstring)."""
+    if requested == "regional":
+        return True, "as configured"
+    if requested == "off":
+        return False, "as configured"
+    if device.type == "cpu":
+        return False, "auto: regional compilation measured slower than eager on a CPU (0.95-0.98x)"
+    return False, f"auto: regional compilation not measured on {device.type} yet"

@@ -1,0 +1,96 @@
+"""``layerscale analyze`` on a run directory written by ``layerscale train`` (digits, a few steps)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from layerscale.analysis import DepthAnalysis, analyze_run, effective_depth, load_run_model
+from layerscale.cli import main
+
+pytest.importorskip("safetensors")
+pytest.importorskip("matplotlib")
+pytest.importorskip("sklearn")
+
+OUTPUTS = ("analysis.json", "analysis.csv", "analysis.html")
+CONFIG = {
+    "model": {"name": "vit", "embed_dim": 16, "depth": 3, "num_heads": 2, "patch_size": 4},
+    "data": {"name": "digits", "batch_size": 32},
+    "optim": {"epochs": 1, "max_steps": 4, "warmup_steps": 1, "lr": 3e-3},
+    "run": {"progress": "none", "log_every_steps": 2, "checkpoint_every_steps": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("analyze")
+    config = root / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    assert main(["train", "--config", str(config), "--out", str(root / "run")]) == 0
+    return root / "run"
+
+
+def test_analyze_a_run_directory_writes_the_three_outputs(run_dir, tmp_path, capsys):
+    out = tmp_path / "analysis"
+    assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "60", "--batch-size", "25",
+                 "--no-progress"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
+    result = DepthAnalysis.read_json(out / "analysis.json")
+    assert result.depth == 3 and result.num_examples == 60 and result.residual == "layerscale"
+    assert result.source == str(run_dir)
+    rows = (out / "analysis.csv").read_text().splitlines()
+    assert rows[0].startswith("block,name,ablation_delta_loss") and len(rows) == 4
+    page = (out / "analysis.html").read_text()
+    assert page.count("data:image/png;base64,") == 5  # ablation, early exit, geometry, probes, CKA
+    printed = capsys.readouterr().out
+    assert "effective depth:" in printed and "wrote" in printed
+    # the same numbers from Python, and from the run's last checkpoint directory
+    again = analyze_run(run_dir, max_examples=60, batch_size=25)
+    assert again.ablation_loss == pytest.approx(result.ablation_loss, abs=1e-9)
+    assert effective_depth(again) == result.summary.effective_depth
+    checkpoint = sorted((run_dir / "checkpoints").iterdir())[-1]
+    from_checkpoint = analyze_run(checkpoint, max_examples=60, batch_size=25)
+    assert from_checkpoint.clean_loss == pytest.approx(result.clean_loss, abs=1e-9)
+    # existing outputs are kept unless --force
+    assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "20", "--no-progress"]) == 2
+    assert DepthAnalysis.read_json(out / "analysis.json").num_examples == 60
+    assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "20", "--no-progress", "--force"]) == 0
+    assert DepthAnalysis.read_json(out / "analysis.json").num_examples == 20
+
+
+def test_loaded_model_equals_the_trained_weights(run_dir):
+    from layerscale.checkpoint_io import load_state_dict_file
+
+    loaded = load_run_model(run_dir)
+    saved = load_state_dict_file(sorted((run_dir / "checkpoints").iterdir())[-1] / "model.safetensors")
+    assert all(torch.equal(loaded.model.state_dict()[k], v) for k, v in saved.items())
+    assert not loaded.model.training
+
+
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, capsys):
+    misfit = tmp_path / "misfit"
+    shutil.copytree(run_dir, misfit)
+    config = (misfit / "config.yaml").read_text()
+    (misfit / "config.yaml").write_text(config.replace("depth: 3", "depth: 4"))
+    not_a_run = tmp_path / "empty"
+    not_a_run.mkdir()
+    cases = [
+        ([str(tmp_path / "missing")], "no such run directory"),
+        ([str(not_a_run)], "not a run directory"),
+        ([str(misfit)], "checkpoint of another architecture"),
+        ([str(run_dir), "--data", "no-such-set"], "unknown dataset 'no-such-set'"),
+        ([str(run_dir), "--examples", "0"], "max_examples must be a positive int"),
+        ([str(run_dir / "checkpoints" / sorted(p.name for p in (run_dir / "checkpoints").iterdir())[-1]
+              / "model.safetensors")], "needs config="),
+    ]
+    for args, message in cases:
+        out = tmp_path / "out"
+        capsys.readouterr()
+        assert main(["analyze", *args, "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "\n" not in err, err
+        assert not out.exists() or not any(out.iterdir())

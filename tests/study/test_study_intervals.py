@@ -1,0 +1,46 @@
+import math
+import statistics
+
+import pytest
+
+from layerscale.study.intervals import mean_interval, paired_interval, t_quantile
+
+# Student's t 0.975 quantiles from printed tables (e.g. NIST/SEMATECH e-Handbook, Table 1.3.6.7.2).
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 10: 2.228, 30: 2.042, 120: 1.980}
+
+
+@pytest.mark.parametrize("df, expected", sorted(T_975.items()))
+def test_t_quantiles_match_the_printed_table(df, expected):
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)
+
+
+def test_t_quantiles_agree_with_scipy_where_it_is_installed():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 7, 50):
+        for p in (0.9, 0.975, 0.995):
+            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-8)
+
+
+def test_the_interval_is_the_hand_computed_one():
+    values = [84.0, 86.0, 85.0]
+    # mean 85, s = 1, n = 3: half width = t(0.975, 2) * 1 / sqrt(3) = 4.3027 / 1.7321 = 2.4841
+    interval = mean_interval(values)
+    assert interval.mean == 85.0 and interval.n == 3 and interval.std == pytest.approx(1.0)
+    assert interval.low == pytest.approx(85.0 - 2.48414, abs=1e-4)
+    assert interval.high == pytest.approx(85.0 + 2.48414, abs=1e-4)
+    assert interval.excludes(80.0) and not interval.excludes(86.0)
+
+
+def test_one_value_has_no_interval_and_none_has_no_mean():
+    one = mean_interval([70.0])
+    assert one.mean == 70.0 and one.low is None and one.high is None and not one.excludes(0.0)
+    assert mean_interval([]) is None
+
+
+def test_paired_differences_use_only_the_seeds_both_have():
+    method = {0: 90.0, 1: 91.0, 2: 93.0}
+    reference = {0: 88.0, 1: 90.0, 3: 50.0}
+    diff = paired_interval(method, reference)
+    assert diff.n == 2 and diff.mean == pytest.approx(1.5)
+    half = t_quantile(0.975, 1) * statistics.stdev([2.0, 1.0]) / math.sqrt(2)
+    assert diff.low == pytest.approx(1.5 - half)
