@@ -57,3 +57,16 @@ def test_window_dataset_bounds():
     assert ds[-1][0].tolist() == [6, 7, 8] and ds[-1][1].tolist() == [7, 8, 9]
     with pytest.raises(IndexError):
         ds[3]
+
+
+def test_a_glob_pattern_reads_the_matching_files_in_sorted_order(tmp_path, monkeypatch):
+    from layerscale.data.text import read_text_bytes
+
+    (tmp_path / "b.txt").write_bytes(b"bee")
+    (tmp_path / "a.txt").write_bytes(b"ay")
+    (tmp_path / "tags").write_bytes(b"\x00binary index")  # not matched: left out
+    assert read_text_bytes(tmp_path / "*.txt") == b"ay\nbee"
+    monkeypatch.chdir(tmp_path)
+    assert read_text_bytes("*.txt") == b"ay\nbee"
+    with pytest.raises(FileNotFoundError, match="no text file matches"):
+        read_text_bytes(tmp_path / "*.md")

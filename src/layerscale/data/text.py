@@ -43,11 +43,20 @@ class ByteWindowDataset(Dataset):
 
 
 def read_text_bytes(path: str | Path) -> bytes:
-    """The bytes of `path`: a file as is, or every non-hidden file under a folder, recursively, in sorted
-    relative-path order, joined with one `\\n` byte. Raises FileNotFoundError if `path` does not exist."""
+    """The bytes of `path`: a file as is; every non-hidden file under a folder, recursively, in sorted
+    relative-path order; or every file matching a glob pattern (`/usr/share/vim/vim90/doc/*.txt`) in sorted path
+    order — joined with one `\\n` byte. Raises FileNotFoundError if `path` does not exist (a pattern: matches no
+    file)."""
     path = Path(path)
     if path.is_file():
         return path.read_bytes()
+    if not path.is_dir() and any(c in str(path) for c in "*?["):
+        matches = sorted((p for p in Path(path.anchor or ".").glob(str(path.relative_to(path.anchor))
+                                                                     if path.is_absolute() else str(path))
+                          if p.is_file()), key=lambda p: p.as_posix())
+        if not matches:
+            raise FileNotFoundError(f"{path}: no text file matches this pattern")
+        return FILE_SEPARATOR.join(p.read_bytes() for p in matches)
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: text file or folder not found")
     files = sorted(

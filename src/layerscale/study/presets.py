@@ -57,6 +57,22 @@ PRESETS: dict[str, Preset] = {
                   "run": {**_RUN, "checkpoint_every_steps": 250, "eval_every_steps": 250},
                   "diagnostics": {"every": 50}}),
     ),
+    "lm": Preset(
+        "byte-level GPT (width 64, 4 heads, windows of 64 bytes) on the Vim documentation shipped by Debian's "
+        "vim-runtime (/usr/share/vim/vim90/doc/*.txt, 9.5 MB): Pre-LN, LayerScale, DeepNorm and LayerNorm "
+        "Scaling at depths 24, 48, 96, each tuned over 3e-4, 1e-3, 3e-3 on a validation split, 3 seeds, 1,200 "
+        "steps of 16 windows; test bits per byte",
+        StudySpec(
+            methods=("prenorm", "layerscale", "deepnorm", "lns"), depths=(24, 48, 96), seeds=(0, 1, 2),
+            lrs=(3e-4, 1e-3, 3e-3), validation_fraction=0.05, patience=3, min_delta=0.001,
+            base={"model": {"name": "gpt", "embed_dim": 64, "num_heads": 4, "block_size": 64, "mlp_ratio": 4.0},
+                  "data": {"name": "text", "path": "/usr/share/vim/vim90/doc/*.txt", "val_fraction": 0.1,
+                           "block_size": 64, "batch_size": 16, "eval_batch_size": 64},
+                  "optim": {"epochs": 1, "max_steps": 1200, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 60,
+                            "weight_decay": 0.05},
+                  "run": {**_RUN, "checkpoint_every_steps": 200, "eval_every_steps": 200, "eval_batches": 40},
+                  "diagnostics": {"every": 50}}),
+    ),
     "deep1000": Preset(
         "1,000-block ViT (width 32, activation checkpointing per block) on Fashion-MNIST, 40 steps of batch 16, "
         "the same learning rate for every method, one seed: a stability demonstration, not a comparison",

@@ -21,7 +21,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,24 @@ def _set_determinism(config: TrainConfig, ctx: DistContext) -> None:
         _use_deterministic_algorithms(True, warn_only=False)
 
 
+@contextmanager
+def distributed_run(cfg: TrainConfig) -> Iterator[DistContext]:
+    """The process group (under torchrun) and the determinism settings of a run, restored afterwards; checks that
+    the global batch divides over the processes."""
+    deterministic_before = (torch.are_deterministic_algorithms_enabled(),
+                            torch.is_deterministic_algorithms_warn_only_enabled())
+    ctx = setup_distributed(cfg.run.device)
+    try:
+        if cfg.data.batch_size % ctx.world_size:
+            raise ValueError(f"config key data.batch_size: {cfg.data.batch_size} (the global batch) is not divisible "
+                             f"by the {ctx.world_size} processes; allowed: a multiple of {ctx.world_size}")
+        _set_determinism(cfg, ctx)
+        yield ctx
+    finally:
+        teardown_distributed(ctx)
+        _use_deterministic_algorithms(*deterministic_before)
+
+
 def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
     if config.run.out_dir is not None:
         run_dir = Path(config.run.out_dir)
@@ -199,14 +218,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(resume_dir)))
     _check_extras(cfg)
 
-    deterministic_before = (torch.are_deterministic_algorithms_enabled(),
-                            torch.is_deterministic_algorithms_warn_only_enabled())
-    ctx = setup_distributed(cfg.run.device)
-    try:
-        if cfg.data.batch_size % ctx.world_size:
-            raise ValueError(f"config key data.batch_size: {cfg.data.batch_size} (the global batch) is not divisible "
-                             f"by the {ctx.world_size} processes; allowed: a multiple of {ctx.world_size}")
-        _set_determinism(cfg, ctx)
+    with distributed_run(cfg) as ctx:
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
         data = load_train_data(cfg)
         model_args = {**data.model_args, **cfg.model.options}
@@ -232,9 +244,6 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,
                                  [*callbacks, *([monitor] if monitor else [])], model_args,
                                  dump_config(cfg.to_dict()))
-    finally:
-        teardown_distributed(ctx)
-        _use_deterministic_algorithms(*deterministic_before)
 
 
 def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module, data: TrainData, run_dir: Path,

@@ -47,7 +47,7 @@ from .checkpoint import check_same_architecture, load_checkpoint
 from .config import ModelConfig, TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
 from .data_setup import TrainData
-from .distributed import broadcast_object, setup_distributed, teardown_distributed
+from .distributed import broadcast_object
 from .objective import LossFn
 
 __all__ = ["USER_MODEL_PREFIX", "model_identifier", "run_user_model"]
@@ -175,8 +175,7 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
         _check_extras,
         _new_run_dir,
         _resolve_resume,
-        _set_determinism,
-        _use_deterministic_algorithms,
+        distributed_run,
         train_built_model,
     )
 
@@ -198,14 +197,7 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=run_dir_name))
     _check_extras(cfg)
 
-    deterministic_before = (torch.are_deterministic_algorithms_enabled(),
-                            torch.is_deterministic_algorithms_warn_only_enabled())
-    ctx = setup_distributed(cfg.run.device)
-    try:
-        if cfg.data.batch_size % ctx.world_size:
-            raise ValueError(f"config key data.batch_size: {cfg.data.batch_size} (the global batch) is not divisible "
-                             f"by the {ctx.world_size} processes; allowed: a multiple of {ctx.world_size}")
-        _set_determinism(cfg, ctx)
+    with distributed_run(cfg) as ctx:
         if cfg.run.out_dir is None:  # runs/<ModelClass>-<time>: one name for all ranks (rank 0's clock)
             stamp = broadcast_object(time.strftime("%Y%m%d-%H%M%S"), ctx)
             cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run,
@@ -236,6 +228,3 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
                          loss_fn=loss_fn, collate_fn=train.collate_fn)
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,
                                  [*callbacks, *([monitor] if monitor else [])], {}, _config_text(cfg))
-    finally:
-        teardown_distributed(ctx)
-        _use_deterministic_algorithms(*deterministic_before)
