@@ -78,3 +78,14 @@ def test_a_shape_sweep_sets_each_cells_width_and_needs_every_cell():
     assert StudySpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
     with pytest.raises(ValueError, match="--shapes must give one width per method and depth; missing: hc at depth 4"):
         StudySpec(("prenorm", "hc"), (2, 4), (0,), TINY_BASE, shapes=shapes[:3])
+
+
+def test_a_study_file_written_before_a_design_key_existed_still_matches(tmp_path):
+    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3))
+    older = spec.to_dict()
+    del older["shapes"]  # a study.json written before shape sweeps existed
+    (tmp_path / "study.json").write_text(json.dumps(older))
+    spec.check_compatible(tmp_path)
+    with pytest.raises(ValueError, match="different shapes"):
+        StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3),
+                  shapes=(("prenorm", 2, 32),)).check_compatible(tmp_path)

@@ -324,3 +324,15 @@ def test_without_a_validation_split_the_report_says_evaluation_is_on_the_test_sp
     document = write_study_report(tmp_path, spec, plan, results, cells, {}, markdown).read_text()
     assert "the periodic evaluation is on the test split" in document
     assert "2 finished run(s) have no test-split evaluation, so no test metric" in document
+
+
+def test_report_only_renders_a_study_whose_tuning_has_not_finished(tmp_path):
+    from layerscale.study.grid import StudySpec
+    from layerscale.study.study import run_study
+    from study_helpers import TINY_BASE
+
+    spec = StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3))
+    summary = run_study(spec, tmp_path / "study", train=False, progress=False)
+    assert all(c.lr is None for c in summary.cells if c.table == "tuned")
+    assert "tuning not finished" in summary.markdown
+    assert (tmp_path / "study" / "report.html").is_file()

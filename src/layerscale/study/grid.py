@@ -33,9 +33,10 @@ RUNS_DIR = "runs"
 TUNE_DIR = "tune"
 
 
-def format_lr(lr: float) -> str:
-    """The learning rate as it appears in run ids and tables: ``1e-3`` → ``0.001``; ``3e-4`` → ``0.0003``."""
-    return f"{lr:g}"
+def format_lr(lr: float | None) -> str:
+    """The learning rate as it appears in run ids and tables: ``1e-3`` → ``0.001``; ``3e-4`` → ``0.0003``;
+    ``None`` (a cell whose tuning has not finished) → ``not tuned yet``."""
+    return "not tuned yet" if lr is None else f"{lr:g}"
 
 
 @dataclass(frozen=True)
@@ -221,8 +222,13 @@ class StudySpec:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: unreadable study file ({exc})") from None
-        if isinstance(saved, dict):
-            saved.pop("executor", None)  # where the runs execute (study.executors): the results do not depend on it
+        if not isinstance(saved, dict):
+            raise ValueError(f"{path}: unreadable study file (not a JSON object)")
+        saved.pop("executor", None)  # where the runs execute (study.executors): the results do not depend on it
+        # A key a study file predates takes its default (a study started by an earlier version continues).
+        defaults = StudySpec(self.methods, self.depths, self.seeds, self.base).to_dict()
+        saved = {**{k: v for k, v in defaults.items() if k not in ("methods", "depths", "seeds", "base",
+                                                                    "reference")}, **saved}
         current = json.loads(json.dumps(self.to_dict()))
         if saved != current:
             differing = [k for k in current if saved.get(k) != current[k]]

@@ -80,6 +80,9 @@ def _final_runs(study_dir: Path, spec: StudySpec, results: Sequence[RunResult], 
         for method in spec.methods:
             lr = tuned_lr.get((method, depth), spec.shared_lr)
             entries = []
+            if lr is None:  # the cell's tuning is not finished: no tuned final runs yet
+                out[depth][method] = entries
+                continue
             for seed in spec.seeds:
                 run = spec.run(study_dir, method, depth, lr, seed, "final")
                 result = by_id.get(run.run_id)
