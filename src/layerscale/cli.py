@@ -8,12 +8,14 @@ import sys
 
 # sub-command -> (module providing add_arguments/run, one-line help). Adding a command: one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("layerscale.demo", "a small depth study on the bundled digits: 4 methods x 2 depths, table and report"),
+    "demo": ("layerscale.demo", "a small depth study on the bundled digits: 3 methods x 2 depths, tuned learning "
+                                "rates, intervals over seeds, a report"),
     "models": ("layerscale.models.cli", "list the model names and residual methods"),
     "train": ("layerscale.train.cli", "train from a YAML/JSON config or resume a run (checkpoints, torchrun DDP / FSDP)"),
     "convert": ("layerscale.interop.cli", "convert checkpoints: timm, official CaiT / DeiT III, HF DINOv2 <-> ours"),
     "fold": ("layerscale.surgery.cli", "fold a checkpoint's LayerScale into its linear layers for deployment"),
-    "study": ("layerscale.study.cli", "methods x depths x seeds on one dataset and budget: tables and a report"),
+    "study": ("layerscale.study.cli", "methods x depths x seeds, each method at its own tuned learning rate: "
+                                      "tables with confidence intervals and a report"),
     "report": ("layerscale.diagnostics.cli", "HTML report with figures of runs: curves, LayerScale, per-layer signal"),
     "analyze": ("layerscale.analysis.cli", "depth utilisation of a trained model: ablation, early exit, probes, CKA"),
 }
