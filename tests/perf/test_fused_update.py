@@ -139,6 +139,16 @@ def test_inference_and_unusual_shapes_take_plain_addcmul():
     torch.testing.assert_close(broadcast, residual + gamma * branch[:1])
 
 
+def test_tensors_off_the_cpu_take_plain_addcmul():
+    """Off the CPU (measured on a GPU: the Python backward costs more than it saves) autograd's addcmul is used."""
+    residual, branch, gamma = (torch.empty(shape, device="meta", requires_grad=True)
+                               for shape in ((2, 3, 4), (2, 3, 4), (4,)))
+    out = scaled_residual_add(residual, branch, gamma)
+    assert type(out.grad_fn).__name__ == "AddcmulBackward0"
+    cpu_out = scaled_residual_add(*_inputs((2, 3, 4), (4,), dtype=torch.float32))
+    assert type(cpu_out.grad_fn).__name__ == "ScaledResidualAddBackward"
+
+
 def test_layer_scale_and_scalar_scale_use_the_fused_update():
     x, y = torch.randn(2, 5, 8, requires_grad=True), torch.randn(2, 5, 8, requires_grad=True)
     mask = torch.tensor([0.0, 2.0]).view(2, 1, 1)

@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from layerscale.train import auto_policy
-from layerscale.train.auto_policy import CPU_BF16_MIN_WIDTH, choose_compile, choose_precision, model_width
+from layerscale.train.auto_policy import (CPU_BF16_MIN_WIDTH, CUDA_BF16_MIN_WIDTH, CUDA_COMPILE_MIN_STEPS,
+                                          choose_compile, choose_precision, model_width)
+from layerscale.train.budget import steps_per_epoch
 from layerscale.train.config import TrainConfig
 from layerscale.train.runner import run
 
@@ -24,9 +26,30 @@ def test_cpu_precision_rule_by_width(monkeypatch, native):
 
 
 @pytest.mark.parametrize("supported", [False, True])
-def test_cuda_precision_rule(monkeypatch, supported):
+def test_cuda_precision_rule_by_width(monkeypatch, supported):
+    """bf16 only from the width where it measured faster on a GPU, and only where the device supports it."""
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: supported)
-    assert choose_precision("auto", CUDA, 64)[0] == ("bf16" if supported else "fp32")
+    assert choose_precision("auto", CUDA, 64)[0] == "fp32"
+    assert choose_precision("auto", CUDA, CUDA_BF16_MIN_WIDTH - 128)[0] == "fp32"
+    assert choose_precision("auto", CUDA, CUDA_BF16_MIN_WIDTH)[0] == ("bf16" if supported else "fp32")
+    assert choose_precision("auto", CUDA, 2 * CUDA_BF16_MIN_WIDTH)[0] == ("bf16" if supported else "fp32")
+    assert choose_precision("auto", CUDA, None)[0] == "fp32"
+
+
+def test_compile_rule_by_device_and_planned_steps():
+    """auto compiles only on CUDA and only a run long enough to earn back the compilation."""
+    assert choose_compile("auto", CUDA, CUDA_COMPILE_MIN_STEPS)[0] is True
+    assert choose_compile("auto", CUDA, CUDA_COMPILE_MIN_STEPS - 1)[0] is False
+    assert choose_compile("auto", CUDA, None)[0] is False
+    assert choose_compile("auto", CPU, 10 * CUDA_COMPILE_MIN_STEPS)[0] is False
+    assert choose_compile("auto", torch.device("meta"), 10 * CUDA_COMPILE_MIN_STEPS)[0] is False
+
+
+def test_steps_per_epoch_matches_the_sampler_and_batches():
+    assert steps_per_epoch(1000, 64) == 15
+    assert steps_per_epoch(1000, 64, world_size=2) == 15  # 500 samples, batches of 32 per process
+    assert steps_per_epoch(1001, 64, world_size=4) == 15  # 250 each, batches of 16
+    assert steps_per_epoch(10, 64) == 0
 
 
 def test_explicit_choices_are_kept():
@@ -42,9 +65,8 @@ def test_auto_choices_are_deterministic(device):
     """The same device and configuration give the same answer every time (a resumed run chooses alike)."""
     for width in (32, 64, 192, 384, None):
         assert len({choose_precision("auto", device, width) for _ in range(3)}) == 1
-    assert len({choose_compile("auto", device) for _ in range(3)}) == 1
-    # Measured: regional compilation never won on the CPU; not measured on a GPU, so auto stays eager.
-    assert choose_compile("auto", device)[0] is False
+    for steps in (100, 100_000, None):
+        assert len({choose_compile("auto", device, steps) for _ in range(3)}) == 1
 
 
 def test_model_width_reads_embed_dim():

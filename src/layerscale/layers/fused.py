@@ -16,8 +16,13 @@ costs two passes over memory in the forward and, through autograd, four more in 
 
   On the CPU, tensors larger than a few MiB per thread are walked in chunks of rows so that a chunk of ``g`` is
   read from memory once for both products and ``g ⊙ branch`` never exists at full size: a full-size temporary
-  costs a fresh allocation and page faults there, which is most of the unfused backward's time. Smaller tensors,
-  and every tensor on a GPU, take whole-tensor ops (fewest kernels).
+  costs a fresh allocation and page faults there, which is most of the unfused backward's time. Smaller tensors
+  take whole-tensor ops (fewest kernels).
+
+On a GPU the hand-written backward does not pay: measured on an H200 (bf16 autocast, ``bench_fused_update.py``,
+benchmarks/README.md, 2026-11-30) it took 1.36× the time of autograd's own ``addcmul`` backward at
+(64, 197, 768) and was never faster, since its Python ``backward`` costs more launch overhead than the memory passes
+it saves. Tensors on any device but the CPU therefore take the plain ``torch.addcmul``.
 
 Only ``branch`` (when ``γ`` needs a gradient), ``γ`` (when ``branch`` needs one) and the small mask are saved, the
 same tensors autograd saves for the unfused expression. Under ``torch.compile`` the plain ``addcmul`` is traced
@@ -150,13 +155,13 @@ def scaled_residual_add(residual: torch.Tensor, branch: torch.Tensor, gamma: tor
     ``γ`` scales the last dimension (shape ``(D,)``) or everything (shape ``(1,)``); ``keep_mask`` is ``None`` or the
     per-sample stochastic-depth factor of shape ``(B, 1, ..., 1)`` (``0`` or ``1 / (1 - p)``). Results equal the
     unfused expression; the backward is :class:`ScaledResidualAdd`. Inference (no gradient needed), shapes outside
-    that contract, ``torch.func`` transforms and ``torch.compile`` take a single ``torch.addcmul``, differentiated by
-    autograd or fused by the compiler.
+    that contract, tensors not on the CPU (see the module docstring), ``torch.func`` transforms and ``torch.compile``
+    take a single ``torch.addcmul``, differentiated by autograd or fused by the compiler.
     """
     if torch.compiler.is_compiling():
         return torch.addcmul(residual, branch, _scale(gamma, keep_mask))
     needs_grad = torch.is_grad_enabled() and (residual.requires_grad or branch.requires_grad or gamma.requires_grad)
-    if (not needs_grad or torch._C._are_functorch_transforms_active()
+    if (not needs_grad or residual.device.type != "cpu" or torch._C._are_functorch_transforms_active()
             or not _fits_fused_form(residual, branch, gamma, keep_mask)):
         return torch.addcmul(residual, branch, _scale(gamma, keep_mask))
     return ScaledResidualAdd.apply(residual, branch, gamma, keep_mask)

@@ -76,6 +76,27 @@ class _ScaleBase(nn.Module):
         return f"{tuple(self.gamma.shape)}, init_value={self.init_value:g}"
 
 
+def _check_size(name: str, value) -> int:
+    """``value`` if it is a positive int, else a one-line ``ValueError`` naming ``name``."""
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+class _ChannelsFirstScale(_ScaleBase):
+    """A scale over dimension 1 of 4-D inputs: ``y[:, c] = γ_c · x[:, c]``; ``layout`` names the expected shape
+    in errors, with ``{}`` for the size of dimension 1."""
+
+    layout = "(N, {}, H, W)"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        size = self.gamma.shape[0]
+        if x.dim() != 4 or x.shape[1] != size:
+            raise ValueError(f"{type(self).__name__} expected {self.layout.format(size)}, got input of shape "
+                             f"{tuple(x.shape)}")
+        return x * self.gamma.view(1, -1, 1, 1)
+
+
 class LayerScale(_ScaleBase):
     """Per-channel scale over the last dimension: ``y = γ ⊙ x`` with ``γ ∈ R^dim`` initialised to ``init_value``.
 
@@ -86,9 +107,7 @@ class LayerScale(_ScaleBase):
     """
 
     def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
-        super().__init__((dim,), init_value, device=device, dtype=dtype)
+        super().__init__((_check_size("dim", dim),), init_value, device=device, dtype=dtype)
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -101,40 +120,26 @@ class LayerScale(_ScaleBase):
         return scaled_residual_add(residual, branch, self.gamma, keep_mask)
 
 
-class LayerScale2d(_ScaleBase):
+class LayerScale2d(_ChannelsFirstScale):
     """Channels-first LayerScale for ``(N, C, H, W)`` tensors: ``y[n, c] = γ_c · x[n, c]``, ``γ ∈ R^C``."""
 
     def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
-        super().__init__((dim,), init_value, device=device, dtype=dtype)
+        super().__init__((_check_size("dim", dim),), init_value, device=device, dtype=dtype)
         self.dim = dim
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4 or x.shape[1] != self.dim:
-            raise ValueError(f"LayerScale2d expected (N, {self.dim}, H, W), got input of shape {tuple(x.shape)}")
-        return x * self.gamma.view(1, -1, 1, 1)
 
-
-class HeadScale(_ScaleBase):
+class HeadScale(_ChannelsFirstScale):
     """Per-head scale on multi-head outputs of shape ``(B, H, N, head_dim)``: ``y[:, h] = γ_h · x[:, h]``.
 
     Applied to each head's output before the heads are merged and projected, so that head ``h``'s contribution
     to the branch is ``γ_h W_h o_h`` where ``W_h`` are the projection columns of head ``h``.
     """
 
-    def __init__(self, num_heads: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
-        if not isinstance(num_heads, int) or num_heads < 1:
-            raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
-        super().__init__((num_heads,), init_value, device=device, dtype=dtype)
-        self.num_heads = num_heads
+    layout = "(B, {}, N, head_dim)"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4 or x.shape[1] != self.num_heads:
-            raise ValueError(
-                f"HeadScale expected (B, {self.num_heads}, N, head_dim), got input of shape {tuple(x.shape)}"
-            )
-        return x * self.gamma.view(1, -1, 1, 1)
+    def __init__(self, num_heads: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
+        super().__init__((_check_size("num_heads", num_heads),), init_value, device=device, dtype=dtype)
+        self.num_heads = num_heads
 
 
 class ScalarScale(_ScaleBase):

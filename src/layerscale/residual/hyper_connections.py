@@ -32,6 +32,8 @@ parameter there, is not decayed either — a small departure from "the dynamic c
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,7 +41,7 @@ from torch import nn
 from .base import BlockContext, Branch, ResidualMethod
 
 __all__ = ["HyperConnection", "HyperConnections", "StaticHyperConnections", "check_expansion_rate",
-           "expand_streams", "sum_streams", "sublayer_index"]
+           "expand_streams", "sum_streams", "sublayer_index", "write_streams"]
 
 #: The small initial value of the dynamic scales ``s_α`` and ``s_β`` (Algorithm 2 of the paper).
 DYNAMIC_SCALE_INIT = 0.01
@@ -62,9 +64,47 @@ def expand_streams(x: torch.Tensor, n: int) -> torch.Tensor:
     return x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1])
 
 
+class _SumStreams(torch.autograd.Function):
+    """``stream.sum(-2)`` whose backward hands on a contiguous gradient, not a broadcast (stride-0) view of it."""
+
+    @staticmethod
+    def forward(ctx, stream: torch.Tensor) -> torch.Tensor:
+        ctx.stream_shape = stream.shape
+        return stream.sum(dim=-2)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        # A broadcast gradient would reach the last branch's batched products, which then fall back to one small
+        # product per token; one copy here is far cheaper.
+        return grad.unsqueeze(-2).expand(ctx.stream_shape).contiguous()
+
+
 def sum_streams(stream: torch.Tensor) -> torch.Tensor:
     """``(..., n, d) -> (..., d)``: the row-wise sum of the hyper hidden matrix (§2.1)."""
-    return stream.sum(dim=-2)
+    return _SumStreams.apply(stream)
+
+
+def without_autocast(device_type: str):
+    """A context that turns autocast off on ``device_type`` where it is on (else it does nothing)."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return contextlib.nullcontext()
+
+
+def write_streams(carried: torch.Tensor, weights: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+    """``carried + weights ⊗ update``: ``(..., n, d)``, ``(..., n)`` or ``(n,)``, ``(..., d)`` -> ``(..., n, d)``.
+
+    One ``baddbmm`` (a batched rank-1 product added to ``carried``): its backward is two batched products, where
+    ``addcmul``'s is two broadcast products and two reductions over the ``n``-times wider stream. It runs in the
+    promoted dtype of its inputs, autocast or not, as ``addcmul`` would: under bfloat16 autocast the stream stays
+    float32.
+    """
+    *tokens, n, d = carried.shape
+    dtype = torch.promote_types(torch.promote_types(carried.dtype, weights.dtype), update.dtype)
+    with without_autocast(carried.device.type):
+        out = torch.baddbmm(carried.reshape(-1, n, d).to(dtype), weights.expand(*tokens, n).reshape(-1, n, 1).to(dtype),
+                            update.reshape(-1, 1, d).to(dtype))
+    return out.view(carried.shape)
 
 
 class HyperConnection(nn.Module):
@@ -113,31 +153,50 @@ class HyperConnection(nn.Module):
         """``(WC, B)``: ``(n, n+1)`` and ``(n,)`` (static), or per token ``(..., n, n+1)``, ``(..., n)`` (Eqs. 10–13)."""
         if not self.dynamic:
             return self.alpha, self.beta
-        normed = F.layer_norm(stream, (self.dim,))
-        # W_m, W_r and W_β in one product (one pass over the n-times wider stream instead of two).
-        dynamic = torch.tanh(normed @ torch.cat((self.alpha_proj, self.beta_proj.unsqueeze(-1)), dim=-1))
-        alpha = self.alpha + self.alpha_scale * dynamic[..., :-1]
-        beta = self.beta + self.beta_scale * dynamic[..., -1]
-        return alpha, beta
+        alpha_t, beta = self._dynamic_coefficients(stream.reshape(-1, self.dim))
+        return alpha_t.transpose(-1, -2).reshape(*stream.shape[:-2], *self.alpha.shape), beta.view(stream.shape[:-1])
+
+    def _dynamic_coefficients(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(WCᵀ, B)`` of Eqs. 10–13 for the stream rows ``(tokens·n, d)``: ``(tokens, n+1, n)``, ``(tokens, n)``.
+
+        ``WCᵀ`` comes out transposed and contiguous: the layout the batched product of :meth:`read` and its
+        backward run fastest on. The three projections ``W_m, W_r, W_β`` are one product, written as
+        ``[W_m | W_r | W_β]ᵀ H̄ᵀ`` so that both it and the gradient of the weights are one wide, short GEMM
+        (``(n+2) × tokens·n``) instead of a skinny one (``tokens·n × (n+2)``), several times slower on the CPU.
+        """
+        n = self.expansion_rate
+        weight_t = torch.cat((self.alpha_proj.t(), self.beta_proj.unsqueeze(0)))  # (n+2, d), row-major
+        normed = F.layer_norm(rows, (self.dim,))
+        dynamic = torch.tanh(weight_t @ normed.t()).view(n + 2, -1, n)  # [j, token, k] = tanh(H̄ W)[token, k, j]
+        alpha_t = (self.alpha.t() + self.alpha_scale * dynamic[:-1].transpose(0, 1)).contiguous()  # (tokens, n+1, n)
+        return alpha_t, self.beta + self.beta_scale * dynamic[-1]
 
     def read(self, stream: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(h₀, H', B)`` for ``stream`` ``(..., n, d)``: ``[h₀; H'] = WCᵀ H`` (Eqs. 3–4) in one product."""
+        """``(h₀, H', B)`` for ``stream`` ``(..., n, d)``: ``[h₀; H'] = WCᵀ H`` (Eqs. 3–4) in one product.
+
+        Dynamic form: one ``(n+1) × n`` matrix per token, one batched product over the flattened tokens; static
+        form: the same matrix broadcast over the tokens (a batch stride of 0, no copy).
+        """
         if stream.shape[-2:] != (self.expansion_rate, self.dim):
             raise ValueError(f"hyper-connection expected a stream (..., {self.expansion_rate}, {self.dim}), got "
                              f"{tuple(stream.shape)}; expand the embedding with the method's expand_stream first")
-        alpha, beta = self.coefficients(stream)
-        if self.dynamic:  # one (n+1) × n matrix per token: one batched product over the flattened tokens
-            tokens = stream.shape[:-2]
-            mixed = torch.bmm(alpha.flatten(0, -3).transpose(1, 2), stream.reshape(-1, *stream.shape[-2:]))
-            mixed = mixed.view(*tokens, *mixed.shape[1:])
+        n, tokens = self.expansion_rate, stream.shape[:-2]
+        rows = stream.reshape(-1, self.dim)  # a view, except for the expanded embedding (copied once, here)
+        if self.dynamic:
+            alpha_t, beta = self._dynamic_coefficients(rows)
+            beta = beta.view(*tokens, n)
         else:
-            mixed = torch.einsum("kj,...kd->...jd", alpha, stream)  # one matrix for all tokens: a single GEMM
-        branch_input, carried = mixed.split((1, self.expansion_rate), dim=-2)  # split: one concatenation backward
-        return branch_input.squeeze(-2), carried, beta
+            alpha_t, beta = self.alpha.t().expand(rows.shape[0] // n, n + 1, n), self.beta
+        mixed = torch.bmm(alpha_t, rows.view(-1, n, self.dim)).view(*tokens, n + 1, self.dim)
+        branch_input, carried = mixed.split((1, n), dim=-2)  # split: one concatenation backward
+        # The branch keeps its input for its backward; a copy of that one row lets the n carried rows of ``mixed``
+        # be freed as soon as ``write`` has used them (less memory held per branch, fewer fresh pages per step).
+        return branch_input.squeeze(-2).clone(), carried, beta
 
     def write(self, carried: torch.Tensor, beta: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
-        """``Ĥ = Bᵀ update + H'`` (Eq. 5): the branch output added to stream ``j`` with weight ``B_j``."""
-        return torch.addcmul(carried, beta.unsqueeze(-1), update.unsqueeze(-2))
+        """``Ĥ = Bᵀ update + H'`` (Eq. 5): the branch output added to stream ``j`` with weight ``B_j``
+        (:func:`write_streams`)."""
+        return write_streams(carried, beta, update)
 
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, expansion_rate={self.expansion_rate}, layer_index={self.layer_index}, "

@@ -33,6 +33,7 @@ from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
 from ..models.registry import create_model
 from .auto_policy import choose_compile
+from .budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
 from .checkpoint import (
     CHECKPOINT_DIR,
@@ -254,7 +255,9 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     it is finite), create or update the run folder only once every rank passed every check, train, and write
     ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
     model.to(ctx.device)
-    if choose_compile(cfg.run.compile, ctx.device)[0]:  # run.compile: regional (or auto where it wins)
+    planned_steps = planned_total_steps(cfg.optim, steps_per_epoch(len(data.train), cfg.data.batch_size,
+                                                                  ctx.world_size))
+    if choose_compile(cfg.run.compile, ctx.device, planned_steps)[0]:  # regional, or auto where it measured faster
         from ..models.compile import compile_blocks
 
         compile_blocks(model)

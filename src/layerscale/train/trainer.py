@@ -28,7 +28,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from .auto_policy import choose_compile, choose_precision, model_width
-from .budget import planned_total_steps
+from .budget import planned_total_steps, steps_per_epoch
 from .callback_state import callback_states, load_callback_states
 from .callbacks import Callback
 from .checkpoint import save_checkpoint
@@ -100,20 +100,20 @@ class Trainer:
         self._fsdp = ctx.distributed and config.run.strategy == "fsdp"
         self.precision, precision_reason = choose_precision(config.run.precision, ctx.device, model_width(self.model))
         self._autocast = self.precision == "bf16"
-        if "auto" in (config.run.precision, config.run.compile):
-            compiled, compile_reason = choose_compile(config.run.compile, ctx.device)
-            self._emit(f"precision: {self.precision} ({precision_reason}); compile: "
-                       f"{'regional' if compiled else 'off'} ({compile_reason})")
-
         d, o, r = config.data, config.optim, config.run
         self.per_rank_batch = d.batch_size // ctx.world_size
         self.train_sampler = EpochShardSampler(len(data.train), seed=r.seed, rank=ctx.rank,
                                                world_size=ctx.world_size, shuffle=True)
-        self.steps_per_epoch = self.train_sampler.per_rank // self.per_rank_batch
+        self.steps_per_epoch = steps_per_epoch(len(data.train), d.batch_size, ctx.world_size)
         if self.steps_per_epoch == 0:
             raise ValueError(f"config key data.batch_size: {d.batch_size} is larger than the training split "
                              f"({len(data.train)} samples); allowed: at most {len(data.train)}")
         self.total_steps = planned_total_steps(o, self.steps_per_epoch)
+        if "auto" in (config.run.precision, config.run.compile):
+            compiled, compile_reason = choose_compile(config.run.compile, ctx.device, self.total_steps)
+            self._emit(f"precision: {self.precision} ({precision_reason}); compile: "
+                       f"{'regional' if compiled else 'off'} ({compile_reason})")
+
         pin = ctx.device.type == "cuda"
         self.train_loader = DataLoader(data.train, batch_size=self.per_rank_batch, sampler=self.train_sampler,
                                        drop_last=True, num_workers=d.num_workers, pin_memory=pin,
