@@ -55,6 +55,15 @@ def model_width(model: nn.Module) -> int | None:
     return width if isinstance(width, int) and not isinstance(width, bool) else None
 
 
+def _bf16_from_width(width: int | None, minimum: int, device_words: str, hardware: str) -> tuple[str, str]:
+    """bf16 from ``minimum`` on, fp32 below it or when the width is unknown, with the reason in words."""
+    if width is None:
+        return "fp32", "auto: the model's width is unknown"
+    if width >= minimum:
+        return "bf16", f"auto: {device_words} and width {width} >= {minimum}"
+    return "fp32", f"auto: width {width} < {minimum}, where bf16 measured slower on {hardware}"
+
+
 def choose_precision(requested: str, device: torch.device, width: int | None) -> tuple[str, str]:
     """``(precision, reason)``: ``requested`` itself unless it is ``"auto"``, then the rule of the module docstring."""
     if requested != "auto":
@@ -62,20 +71,12 @@ def choose_precision(requested: str, device: torch.device, width: int | None) ->
     if device.type == "cuda":
         if not torch.cuda.is_bf16_supported():
             return "fp32", "auto: this CUDA device has no bf16 support"
-        if width is None:
-            return "fp32", "auto: the model's width is unknown"
-        if width >= CUDA_BF16_MIN_WIDTH:
-            return "bf16", f"auto: CUDA device with bf16 and width {width} >= {CUDA_BF16_MIN_WIDTH}"
-        return "fp32", f"auto: width {width} < {CUDA_BF16_MIN_WIDTH}, where bf16 measured slower on a GPU"
+        return _bf16_from_width(width, CUDA_BF16_MIN_WIDTH, "CUDA device with bf16", "a GPU")
     if device.type != "cpu":
         return "fp32", f"auto: no measured rule for device type {device.type!r}"
     if not cpu_has_native_bf16():
         return "fp32", "auto: this CPU has no native bf16 (AVX-512 BF16 / AMX)"
-    if width is None:
-        return "fp32", "auto: the model's width is unknown"
-    if width >= CPU_BF16_MIN_WIDTH:
-        return "bf16", f"auto: CPU with native bf16 and width {width} >= {CPU_BF16_MIN_WIDTH}"
-    return "fp32", f"auto: width {width} < {CPU_BF16_MIN_WIDTH}, where bf16 measured slower on a CPU"
+    return _bf16_from_width(width, CPU_BF16_MIN_WIDTH, "CPU with native bf16", "a CPU")
 
 
 def choose_compile(requested: str, device: torch.device, total_steps: int | None = None) -> tuple[bool, str]:
