@@ -63,7 +63,7 @@ def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
     import torch
 
     from ..models.registry import create_model
-    from ..train.budget import planned_total_steps
+    from ..train.budget import planned_total_steps, steps_per_epoch
     from ..train.config import TrainConfig
     from ..train.data_setup import is_language_model, load_train_data
 
@@ -92,11 +92,11 @@ def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
         except (ValueError, TypeError) as exc:
             raise ValueError(f"model {cfg.model.name!r} with residual {method!r} at depth {depth} cannot be built "
                              f"for {data.description.split(':')[0]}: {str(exc).splitlines()[0]}") from None
-    steps_per_epoch = len(data.train) // first.data.batch_size
-    if steps_per_epoch == 0:
+    epoch_steps = steps_per_epoch(len(data.train), first.data.batch_size)  # the trainer's rule, one process
+    if epoch_steps == 0:
         raise ValueError(f"data.batch_size {first.data.batch_size} is larger than the training split "
                          f"({len(data.train)} samples)")
-    total = planned_total_steps(first.optim, steps_per_epoch)
+    total = planned_total_steps(first.optim, epoch_steps)
     return StudyPlan(total, Metric.for_language_model(is_language_model(first.model.name)), data.description, params)
 
 
