@@ -8,6 +8,10 @@ of the attention and MLP cost, so the ratio falls as the width grows.
 
 Run: python benchmarks/bench_hc.py [--width 192] [--depth 12] [--heads 3] [--batch 32] [--img 32] [--patch 4]
      [--rate 4] [--rounds 7] [--threads 1] [--clock auto|wall|cpu] [--device cpu|cuda] [--methods hc,hc_static,mhc]
+     [--memory]
+
+``--memory`` adds, per method, the bytes autograd keeps for the backward of one forward (distinct storages,
+parameters excluded): the activation memory a training step holds at its peak, deterministic on a busy machine.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from activation_memory import synchronizer
+from activation_memory import saved_tensor_bytes, synchronizer
 from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
 
 from layerscale import create_model
@@ -48,6 +52,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--methods", default="hc,hc_static,mhc")
+    parser.add_argument("--memory", action="store_true", help="also print the activation memory saved for backward")
     parser.add_argument("--clock", default="auto", choices=CLOCKS,
                         help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
     args = parser.parse_args()
@@ -57,13 +62,15 @@ def main() -> None:
     names = ["prenorm"] + [m for m in args.methods.split(",") if m]
     x = torch.randn(args.batch, 3, args.img, args.img, device=args.device)
     y = torch.randint(0, 10, (args.batch,), device=args.device)
-    steps = {}
+    steps, saved = {}, {}
     for name in names:
         torch.manual_seed(0)
         model = create_model("vit", img_size=args.img, patch_size=args.patch, num_classes=10, embed_dim=args.width,
                              depth=args.depth, num_heads=args.heads, residual=_method(name, args.rate),
                              init_value=None).to(args.device).train()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        if args.memory:
+            saved[name] = saved_tensor_bytes(lambda model=model: model(x), exclude=list(model.parameters()))[0]
 
         def step(model=model, optimizer=optimizer):
             loss = F.cross_entropy(model(x), y)
@@ -80,7 +87,9 @@ def main() -> None:
     medians = medians_on_clock(steps, rounds=args.rounds, clock=clock)
     base = medians["prenorm"]
     for name in names:
-        print(f"{name:>10s} {medians[name] * 1e3:9.1f} ms  x{medians[name] / base:5.2f} vs prenorm")
+        memory = (f"   saved for backward {saved[name] / 2**20:7.1f} MiB  x{saved[name] / saved['prenorm']:5.2f}"
+                  if args.memory else "")
+        print(f"{name:>10s} {medians[name] * 1e3:9.1f} ms  x{medians[name] / base:5.2f} vs prenorm{memory}")
 
 
 if __name__ == "__main__":

@@ -32,13 +32,12 @@ parameter there, is not decayed either — a small departure from "the dynamic c
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from .autocast import without_autocast
 from .base import BlockContext, Branch, ResidualMethod
+from .normalized_projection import layer_norm_projection
 
 __all__ = ["HyperConnection", "HyperConnections", "StaticHyperConnections", "check_expansion_rate",
            "expand_streams", "sum_streams", "sublayer_index", "write_streams"]
@@ -82,13 +81,6 @@ class _SumStreams(torch.autograd.Function):
 def sum_streams(stream: torch.Tensor) -> torch.Tensor:
     """``(..., n, d) -> (..., d)``: the row-wise sum of the hyper hidden matrix (§2.1)."""
     return _SumStreams.apply(stream)
-
-
-def without_autocast(device_type: str):
-    """A context that turns autocast off on ``device_type`` where it is on (else it does nothing)."""
-    if torch.is_autocast_enabled(device_type):
-        return torch.autocast(device_type, enabled=False)
-    return contextlib.nullcontext()
 
 
 def write_streams(carried: torch.Tensor, weights: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
@@ -166,8 +158,8 @@ class HyperConnection(nn.Module):
         """
         n = self.expansion_rate
         weight_t = torch.cat((self.alpha_proj.t(), self.beta_proj.unsqueeze(0)))  # (n+2, d), row-major
-        normed = F.layer_norm(rows, (self.dim,))
-        dynamic = torch.tanh(weight_t @ normed.t()).view(n + 2, -1, n)  # [j, token, k] = tanh(H̄ W)[token, k, j]
+        projected = layer_norm_projection(rows, weight_t).to(rows.dtype)  # H̄ W without writing H̄
+        dynamic = torch.tanh(projected).view(n + 2, -1, n)  # [j, token, k] = tanh(H̄ W)[token, k, j]
         alpha_t = (self.alpha.t() + self.alpha_scale * dynamic[:-1].transpose(0, 1)).contiguous()  # (tokens, n+1, n)
         return alpha_t, self.beta + self.beta_scale * dynamic[-1]
 

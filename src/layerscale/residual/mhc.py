@@ -32,9 +32,9 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from .autocast import without_autocast
 from .base import BlockContext, Branch
-from .hyper_connections import (HyperConnections, check_expansion_rate, sublayer_index, without_autocast,
-                                write_streams)
+from .hyper_connections import HyperConnections, check_expansion_rate, sublayer_index, write_streams
 
 __all__ = ["ManifoldConstrainedHyperConnection", "ManifoldConstrainedHyperConnections", "sinkhorn_knopp"]
 
