@@ -8,10 +8,13 @@ of the attention and MLP cost, so the ratio falls as the width grows.
 
 Run: python benchmarks/bench_hc.py [--width 192] [--depth 12] [--heads 3] [--batch 32] [--img 32] [--patch 4]
      [--rate 4] [--rounds 7] [--threads 1] [--clock auto|wall|cpu] [--device cpu|cuda] [--methods hc,hc_static,mhc]
-     [--memory]
+     [--memory] [--compile]
 
 ``--memory`` adds, per method, the bytes autograd keeps for the backward of one forward (distinct storages,
 parameters excluded): the activation memory a training step holds at its peak, deterministic on a busy machine.
+``--compile`` adds every method again with its blocks compiled (:func:`layerscale.models.compile_blocks`, Inductor),
+timed in the same interleaved rounds after two warm-up steps; ratios against eager ``prenorm`` and against
+compiled ``prenorm``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from activation_memory import saved_tensor_bytes, synchronizer
 from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
 
 from layerscale import create_model
+from layerscale.models.compile import compile_blocks
 from layerscale.residual import get_residual
 from layerscale.residual.hyper_connections import HyperConnections
 from layerscale.residual.mhc import ManifoldConstrainedHyperConnections
@@ -53,6 +57,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--methods", default="hc,hc_static,mhc")
     parser.add_argument("--memory", action="store_true", help="also print the activation memory saved for backward")
+    parser.add_argument("--compile", action="store_true", help="also time every method with its blocks compiled")
     parser.add_argument("--clock", default="auto", choices=CLOCKS,
                         help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
     args = parser.parse_args()
@@ -63,13 +68,17 @@ def main() -> None:
     x = torch.randn(args.batch, 3, args.img, args.img, device=args.device)
     y = torch.randint(0, 10, (args.batch,), device=args.device)
     steps, saved = {}, {}
-    for name in names:
+    variants = [(name, False) for name in names] + ([(name, True) for name in names] if args.compile else [])
+    for name, compiled in variants:
+        label = f"{name} (compiled)" if compiled else name
         torch.manual_seed(0)
         model = create_model("vit", img_size=args.img, patch_size=args.patch, num_classes=10, embed_dim=args.width,
                              depth=args.depth, num_heads=args.heads, residual=_method(name, args.rate),
                              init_value=None).to(args.device).train()
+        if compiled:
+            compile_blocks(model)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        if args.memory:
+        if args.memory and not compiled:
             saved[name] = saved_tensor_bytes(lambda model=model: model(x), exclude=list(model.parameters()))[0]
 
         def step(model=model, optimizer=optimizer):
@@ -79,7 +88,7 @@ def main() -> None:
             optimizer.step()
             sync()
 
-        steps[name] = step
+        steps[label] = step
     tokens = (args.img // args.patch) ** 2 + 1
     print(f"ViT {args.img}x{args.img}/patch {args.patch} ({tokens} tokens), width {args.width}, depth {args.depth}, "
           f"{args.heads} heads, batch {args.batch}, expansion rate {args.rate}, device {args.device}, "
@@ -90,6 +99,12 @@ def main() -> None:
         memory = (f"   saved for backward {saved[name] / 2**20:7.1f} MiB  x{saved[name] / saved['prenorm']:5.2f}"
                   if args.memory else "")
         print(f"{name:>10s} {medians[name] * 1e3:9.1f} ms  x{medians[name] / base:5.2f} vs prenorm{memory}")
+    if args.compile:
+        compiled_base = medians["prenorm (compiled)"]
+        for name in names:
+            t = medians[f"{name} (compiled)"]
+            print(f"{name + ' (compiled)':>21s} {t * 1e3:9.1f} ms  x{t / base:5.2f} vs eager prenorm  "
+                  f"x{t / compiled_base:5.2f} vs compiled prenorm")
 
 
 if __name__ == "__main__":
