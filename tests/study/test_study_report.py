@@ -336,3 +336,29 @@ def test_report_only_renders_a_study_whose_tuning_has_not_finished(tmp_path):
     assert all(c.lr is None for c in summary.cells if c.table == "tuned")
     assert "tuning not finished" in summary.markdown
     assert (tmp_path / "study" / "report.html").is_file()
+
+
+def test_cells_tuned_to_the_edge_of_the_grid_are_named():
+    from layerscale.study.results import CellResult
+    from layerscale.study.summary import grid_edge_sentence
+
+    spec = StudySpec(("prenorm", "rezero", "dyt"), (2, 4), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=LRS)
+
+    def cell(method, depth, lr, table="tuned"):
+        return CellResult(table, method, depth, lr, 3, 0, None, None, None, 0, None, None)
+
+    cells = [cell("prenorm", 2, 1e-3), cell("rezero", 2, 3e-3), cell("dyt", 4, 3e-4), cell("prenorm", 4, None),
+             cell("rezero", 4, 3e-3, table="shared")]
+    sentence = grid_edge_sentence(spec, cells)
+    assert sentence.endswith("rezero at depth 2 (0.003, the largest), dyt at depth 4 (0.0003, the smallest).")
+    assert "prenorm" not in sentence and "depth 4 (0.003" not in sentence
+    assert grid_edge_sentence(spec, [cell("prenorm", 2, 1e-3)]) is None
+    one_rate = StudySpec(("prenorm",), (2,), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=(1e-3,))
+    assert grid_edge_sentence(one_rate, [cell("prenorm", 2, 1e-3)]) is None
+
+
+def test_markdown_of_a_study_with_edge_choices_says_so(tmp_path):
+    *_, markdown = make_study(tmp_path, lrs=(1e-4, 1e-3))
+    assert "Chosen at the edge of the learning-rate grid" in markdown
+    tuned_section = markdown.split("## Every method at the shared")[0]
+    assert "Chosen at the edge" in tuned_section

@@ -13,7 +13,8 @@ from .grid import StudySpec, format_lr
 from .intervals import Interval
 from .results import CellResult, Metric, RunResult, verdict
 
-__all__ = ["Cost", "study_cost", "format_interval", "plain_paragraph", "study_markdown", "summary_sentences"]
+__all__ = ["Cost", "study_cost", "format_interval", "grid_edge_sentence", "plain_paragraph", "study_markdown",
+           "summary_sentences"]
 
 
 def format_interval(interval: Interval | None, digits: int, signed: bool = False) -> str:
@@ -105,6 +106,21 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
     return out
 
 
+def grid_edge_sentence(spec: StudySpec, cells: list[CellResult]) -> str | None:
+    """The tuned cells whose chosen rate is the smallest or the largest of the grid, in one sentence (``None`` when
+    there are none, or with fewer than two rates): there the best rate may lie outside the grid, so the tuned
+    table may understate that method at that depth."""
+    if not spec.tuned or len(spec.lrs) < 2:
+        return None
+    low, high = min(spec.lrs), max(spec.lrs)
+    edges = [f"{c.method} at depth {c.depth} ({format_lr(c.lr)}, the {'largest' if c.lr == high else 'smallest'})"
+             for c in cells if c.table == "tuned" and c.lr in (low, high)]
+    if not edges:
+        return None
+    return ("Chosen at the edge of the learning-rate grid, where the best rate may lie outside it (the tuned "
+            "number may understate the method there): " + ", ".join(edges) + ".")
+
+
 def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cost: Cost,
                    total_steps: int, pending: int) -> str:
     digits = 1 if metric.classification else 3
@@ -136,6 +152,9 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
         lines += ["", "What the intervals support:", ""]
         lines += summary_sentences(spec, cells, metric, table) or ["- No finished cells yet."]
         lines.append("")
+        edge = grid_edge_sentence(spec, cells) if with_lr else None
+        if edge:
+            lines += [edge, ""]
     if spec.target is not None:
         shown = f"{spec.target:g}{' %' if metric.classification else ' bits per byte'}"
         lines += [f"## Steps to reach {shown} on the validation split", "",
