@@ -74,3 +74,22 @@ def test_bfloat16_inputs_and_autocast_compute_in_float32():
 def test_mismatched_shapes_one_line_error():
     with pytest.raises(ValueError, match=r"rows \(N, d\) and weight \(m, d\), got \(4, 3\) and \(2, 5\)"):
         layer_norm_projection(torch.zeros(4, 3), torch.zeros(2, 5))
+
+
+def test_off_the_cpu_the_plain_layer_norm_then_product_shapes_on_meta():
+    x = torch.empty(10, 8, device="meta")
+    w = torch.empty(3, 8, device="meta")
+    out = layer_norm_projection(x, w)
+    assert out.shape == (3, 10) and out.device.type == "meta"
+
+
+@pytest.mark.parametrize("residual", ["hc", "hc_static", "mhc"])
+def test_a_hyper_connection_model_runs_forward_on_the_meta_device(residual):
+    """Shape inference on ``meta`` (no autocast exists there: turning it off must not ask)."""
+    from layerscale import create_model
+
+    with torch.device("meta"):
+        model = create_model("vit", img_size=8, patch_size=4, num_classes=3, embed_dim=16, depth=2, num_heads=2,
+                             residual=residual)
+        out = model(torch.empty(2, 3, 8, 8))
+    assert out.shape == (2, 3) and out.device.type == "meta"

@@ -10,7 +10,8 @@ __all__ = ["without_autocast"]
 
 
 def without_autocast(device_type: str):
-    """A context that turns autocast off on ``device_type`` where it is on (else it does nothing)."""
-    if torch.is_autocast_enabled(device_type):
+    """A context that turns autocast off on ``device_type`` where it is on (else it does nothing; also on device
+    types without autocast, such as ``meta``)."""
+    if torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return contextlib.nullcontext()

@@ -18,11 +18,17 @@ its spread (``|μ| ≫ σ``); the relative error then grows like ``|μ| / σ`` (
 times float32's, where the two-pass LayerNorm's does not — at ``|μ| = 10 σ`` it is 1e-5, harmless for the small
 ``tanh`` arguments of the coefficients; float64 inputs stay float64. Inside, the
 computation runs in float32 at least, with autocast off (the products are a few outputs wide).
+
+Where: on the CPU, where it was measured (``benchmarks/README.md``, "The coefficient LayerNorm folded into its
+projection": the ``hc`` step 1.43× → 1.35× ``prenorm`` at width 192, activation memory −22 %). Off the CPU the
+plain ``F.layer_norm`` then the product: there the model is bound by kernel launches (one H200,
+``benchmarks/README.md``), and the fold's reductions are more launches, not less traffic that matters.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from .autocast import without_autocast
@@ -82,8 +88,8 @@ def layer_norm_projection(rows: torch.Tensor, weight: torch.Tensor, eps: float =
     """``W · LayerNorm(rows)ᵀ`` (LayerNorm without affine, ``eps`` as ``F.layer_norm``): ``rows`` ``(N, d)``,
     ``weight`` ``(m, d)`` → ``(m, N)``, in the promoted dtype of the inputs and at least float32.
 
-    With a gradient, the hand-written backward; under ``torch.compile`` or a ``torch.func`` transform the same
-    formula is differentiated by autograd.
+    On the CPU with a gradient, the hand-written backward; under ``torch.compile`` or a ``torch.func`` transform the
+    same formula is differentiated by autograd; off the CPU, ``F.layer_norm`` then the product.
     """
     if rows.dim() != 2 or weight.dim() != 2 or rows.shape[1] != weight.shape[1]:
         raise ValueError(f"layer_norm_projection expects rows (N, d) and weight (m, d), got {tuple(rows.shape)} "
@@ -91,6 +97,8 @@ def layer_norm_projection(rows: torch.Tensor, weight: torch.Tensor, eps: float =
     dtype = torch.promote_types(torch.promote_types(rows.dtype, weight.dtype), torch.float32)
     rows, weight = rows.to(dtype), weight.to(dtype)
     with without_autocast(rows.device.type):
+        if rows.device.type != "cpu":
+            return weight @ F.layer_norm(rows, (rows.shape[1],), eps=eps).t()
         if (torch.is_grad_enabled() and (rows.requires_grad or weight.requires_grad)
                 and not torch.compiler.is_compiling() and not torch._C._are_functorch_transforms_active()):
             return _LayerNormProjection.apply(rows, weight, eps)
