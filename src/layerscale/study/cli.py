@@ -90,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "effective depth against nominal depth, per method, to the tables")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rebuild the tables and report from the run folders as they are")
+    parser.add_argument("--estimate", action="store_true",
+                        help="train and write nothing: time a few steps of every cell's model on this machine and "
+                             "print how long the study's remaining runs will take (an upper bound)")
 
 
 def build_spec(args: argparse.Namespace):
@@ -166,6 +169,11 @@ def run(args: argparse.Namespace) -> int:
     executor = executor_options(args, out)
     if args.dry_run:
         print(dry_run(spec, out, executor, args.jobs, args.threads))
+        return 0
+    if args.estimate:
+        from .estimate import estimate_study
+
+        print(estimate_study(spec, out, args.jobs, args.threads))
         return 0
     summary = run_study(spec, out, jobs=args.jobs, threads=args.threads, report=not args.no_report,
                         train=not args.report_only, analyze=args.analyze, executor=executor)

@@ -22,7 +22,8 @@ from ..atomic_io import write_json_atomic
 from .grid import RunSpec
 from .worker import BOOTSTRAP, read_status
 
-__all__ = ["RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs", "run_pool"]
+__all__ = ["RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs", "resolve_parallelism",
+           "run_pool"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,17 @@ def default_parallelism(cores: int | None = None) -> tuple[int, int]:
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores), 1
+
+
+def resolve_parallelism(jobs: int | None, threads: int | None) -> tuple[int, int]:
+    """``(jobs, threads)`` as given, ``None`` replaced by :func:`default_parallelism`'s; below 1 is a one-line
+    ``ValueError`` (``0`` is not "automatic")."""
+    auto_jobs, auto_threads = default_parallelism()
+    jobs = auto_jobs if jobs is None else jobs
+    threads = auto_threads if threads is None else threads
+    if jobs < 1 or threads < 1:
+        raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
+    return jobs, threads
 
 
 def is_done(run: RunSpec) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
-from .executor import RunFailure, default_parallelism, is_done
+from .executor import RunFailure, is_done, resolve_parallelism
 from .executors import ExecutorOptions, make_pool, resolve_options
 from .grid import SPEC_FILE, StudySpec, format_lr
 from .results import CellResult, Metric, RunResult, cell_results, collect_run, write_tables
@@ -166,10 +166,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     runs execute (:mod:`layerscale.study.executors`; default: as saved in ``study.json``, else the local pool);
     saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it)."""
     study_dir = Path(study_dir)
-    auto_jobs, auto_threads = default_parallelism()
-    jobs, threads = jobs or auto_jobs, threads or auto_threads
-    if jobs < 1 or threads < 1:
-        raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
+    jobs, threads = resolve_parallelism(jobs, threads)
     plan = plan_study(spec, study_dir)
     options = executor or resolve_options(study_dir / SPEC_FILE, {})  # where runs execute: not part of the design
     engine_pool = make_pool(options, study_dir, jobs=jobs, threads=threads, progress=progress, log=log) \

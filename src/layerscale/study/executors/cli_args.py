@@ -47,14 +47,11 @@ def executor_options(args: argparse.Namespace, study_dir: Path) -> ExecutorOptio
 
 def dry_run(spec, study_dir: Path, options: ExecutorOptions, jobs: int | None, threads: int | None) -> str:
     """Validate the study as a real run would (nothing written) and describe its runs and submissions."""
-    from ..executor import default_parallelism
+    from ..executor import resolve_parallelism
     from ..study import plan_study
     from .dry_run import describe_plan
 
-    auto_jobs, auto_threads = default_parallelism()
-    jobs, threads = jobs or auto_jobs, threads or auto_threads
-    if jobs < 1 or threads < 1:
-        raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
+    jobs, threads = resolve_parallelism(jobs, threads)
     plan = plan_study(spec, Path(study_dir))
     return describe_plan(spec, Path(study_dir), plan.total_steps, plan.data_description, options, jobs=jobs,
                          threads=threads)
