@@ -79,10 +79,11 @@ def run_seconds(cost: CellCost, shape: RunShape, start: int, stop: int, final: b
     return seconds
 
 
-def _trained_steps(run_dir: Path) -> int:
+def _trained_steps(run_dir: Path) -> float:
+    """Steps the run has trained (``inf`` when it needs no more: finished, diverged or stopped early)."""
     status = read_status(run_dir) or {}
     if status.get("status") not in (None, "paused"):
-        return math.inf  # finished, diverged or stopped early: nothing left to train
+        return math.inf
     return int(status.get("step") or 0)
 
 
@@ -164,6 +165,49 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
+def _tuning_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape) -> tuple[int, float, list[int]]:
+    """``(run segments, seconds, rung steps)`` of the tuning still to train. Per cell, rung ``i`` continues the
+    ``⌈n / η^i⌉`` furthest-trained runs (a rung keeps the best ones, which then ran furthest)."""
+    segments, seconds = 0, 0.0
+    rungs = rung_steps(shape.total_steps, len(spec.lrs), spec.min_budget, spec.halving_rate) if spec.tuned else []
+    for method, depth in spec.cells():
+        size, previous = len(spec.lrs), 0
+        trained = sorted((_trained_steps(spec.run(study_dir, method, depth, lr, spec.tune_seed, "tune").run_dir)
+                          for lr in spec.lrs), reverse=True)
+        for stop in rungs:
+            for done in trained[:size]:
+                left = run_seconds(costs[(method, depth)], shape, max(previous, min(done, stop)), stop, final=False)
+                segments += left > 0
+                seconds += left
+            size, previous = math.ceil(size / spec.halving_rate), stop
+    return segments, seconds, rungs
+
+
+def _finals_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape) -> tuple[int, int, float, float]:
+    """``(runs low, runs high, seconds low, seconds high)`` of the final runs still to train: a cell whose tuned rate
+    is not known yet adds its seeds at that rate to the high end only (the rate may equal the shared one)."""
+    chosen = _known_choices(study_dir)
+    runs, extra_runs, seconds, extra_seconds = 0, 0, 0.0, 0.0
+    for method, depth in spec.cells():
+        cost = costs[(method, depth)]
+        tuned = chosen.get((method, depth), spec.shared_lr if not spec.tuned or len(spec.lrs) == 1 else None)
+        rates = {spec.shared_lr} if spec.shared_table or not spec.tuned else set()
+        rates |= {tuned} if tuned is not None else set()
+        for lr in rates:
+            for seed in spec.seeds:
+                done = _trained_steps(spec.run(study_dir, method, depth, lr, seed, "final").run_dir)
+                left = run_seconds(cost, shape, min(done, shape.total_steps), shape.total_steps, final=True)
+                runs += left > 0
+                seconds += left
+        if tuned is None:
+            whole = len(spec.seeds) * run_seconds(cost, shape, 0, shape.total_steps, final=True)
+            if spec.shared_table:  # maybe the shared rate itself: no more runs
+                extra_runs, extra_seconds = extra_runs + len(spec.seeds), extra_seconds + whole
+            else:
+                runs, seconds = runs + len(spec.seeds), seconds + whole
+    return runs, runs + extra_runs, seconds, seconds + extra_seconds
+
+
 def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape, jobs: int, threads: int) -> str:
     """The estimate as printed: per cell its step, evaluation batch and full-run time; then the remaining tuning and
     final runs, their summed time and the wall time with ``jobs`` runs at a time."""
@@ -176,42 +220,8 @@ def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape
     for (method, depth), cost in costs.items():
         lines.append(f"| {method} | {depth} | {cost.step * 1e3:.0f} ms | {cost.eval_batch * 1e3:.0f} ms | "
                      f"{_hours(run_seconds(cost, shape, 0, shape.total_steps, final=True))} |")
-    tuning_runs, tuning_seconds = 0, 0.0
-    rungs = rung_steps(shape.total_steps, len(spec.lrs), spec.min_budget, spec.halving_rate) if spec.tuned else []
-    for method, depth in spec.cells():
-        cost, size, previous = costs[(method, depth)], len(spec.lrs), 0
-        trained = sorted((_trained_steps(spec.run(study_dir, method, depth, lr, spec.tune_seed, "tune").run_dir)
-                          for lr in spec.lrs), reverse=True)
-        for stop in rungs:
-            # The furthest-trained runs are the ones that continued (a rung keeps the best, which ran furthest).
-            for done in trained[:size]:
-                left = run_seconds(cost, shape, max(previous, min(done, stop)), stop, final=False)
-                tuning_runs += left > 0
-                tuning_seconds += left
-            size, previous = math.ceil(size / spec.halving_rate), stop
-    chosen = _known_choices(study_dir)
-    final_low = final_high = 0.0
-    runs_low = runs_high = 0
-    for method, depth in spec.cells():
-        cost = costs[(method, depth)]
-        tuned = chosen.get((method, depth), spec.shared_lr if not spec.tuned or len(spec.lrs) == 1 else None)
-        certain = {spec.shared_lr} if spec.shared_table or not spec.tuned else set()
-        if tuned is not None:
-            certain.add(tuned)
-        for lr in certain:
-            for seed in spec.seeds:
-                left = run_seconds(cost, shape, min(_trained_steps(
-                    spec.run(study_dir, method, depth, lr, seed, "final").run_dir), shape.total_steps),
-                    shape.total_steps, final=True)
-                runs_low, runs_high = runs_low + (left > 0), runs_high + (left > 0)
-                final_low, final_high = final_low + left, final_high + left
-        if tuned is None:  # not tuned yet: if it differs from the shared rate, three more runs
-            extra = len(spec.seeds) * run_seconds(cost, shape, 0, shape.total_steps, final=True)
-            runs_high += len(spec.seeds)
-            final_high += extra
-            if not spec.shared_table:
-                runs_low += len(spec.seeds)
-                final_low += extra
+    tuning_runs, tuning_seconds, rungs = _tuning_left(spec, study_dir, costs, shape)
+    runs_low, runs_high, final_low, final_high = _finals_left(spec, study_dir, costs, shape)
     final_text = (f"{runs_low} run(s), {_hours(final_low)}" if runs_low == runs_high and final_low == final_high
                   else f"{runs_low}–{runs_high} run(s) (depending on the tuned rates), "
                        f"{_hours(final_low)}–{_hours(final_high)}")
