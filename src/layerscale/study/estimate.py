@@ -2,8 +2,9 @@
 steps of every cell's model, before committing hours to it.
 
 Each (method, depth) cell's model is built and trained exactly as its runs would be (the run's config, data, model,
-optimizer and precision, through :class:`~layerscale.train.trainer.Trainer`) for a few optimizer steps on one
-batch, and one evaluation batch is timed under ``inference_mode``, with the run's thread count. A run's time is then
+optimizer and precision, through :class:`~layerscale.train.trainer.Trainer`, on the run's ``run.device``) for a few
+optimizer steps on one batch, and one evaluation batch is timed under ``inference_mode``, with the run's thread
+count. It times this machine: for runs sent to a cluster, run it there. A run's time is then
 
     steps × step + evaluations × batches per evaluation × eval batch + (final runs) test batches × eval batch
 
@@ -113,9 +114,11 @@ def time_cells(spec: StudySpec, study_dir: Path, threads: int, steps: int = 3) -
                 trainer = Trainer(cfg, wrap_model(model, ctx, cfg.run.strategy), data, ctx, Path(scratch))
                 x, y = (t.to(ctx.device) for t in next(iter(trainer.train_loader)))
                 trainer._train_step(x, y)  # warm-up: first-call allocations and kernel choices
+                _synchronize(ctx.device)
                 start = time.perf_counter()
                 for _ in range(steps):
                     trainer._train_step(x, y)
+                _synchronize(ctx.device)
                 step = (time.perf_counter() - start) / steps
                 eval_batch = _time_eval_batch(trainer, ctx.device)
                 if shape is None:
@@ -124,6 +127,14 @@ def time_cells(spec: StudySpec, study_dir: Path, threads: int, steps: int = 3) -
     finally:
         torch.set_num_threads(threads_before)
     return costs, shape
+
+
+def _synchronize(device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously: a timer must not stop before it ends)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _time_eval_batch(trainer, device) -> float:
@@ -136,8 +147,10 @@ def _time_eval_batch(trainer, device) -> float:
     trainer.model.eval()
     with torch.inference_mode(), trainer._amp():
         trainer.model(x)  # warm-up
+        _synchronize(device)
         start = time.perf_counter()
         trainer.model(x)
+        _synchronize(device)
         seconds = time.perf_counter() - start
     trainer.model.train()
     return seconds
