@@ -146,7 +146,7 @@ def test_a_run_that_fails_or_leaves_no_status_is_reported_with_its_log(tmp_path)
         logs.append(log)
     runs[0].run_dir.mkdir(parents=True)
     (runs[0].run_dir / "study_status.json").write_text(json.dumps({"status": "finished", "step": 8}))
-    tracker = PoolTracker(3, 0, "final runs", progress=False, log=lambda *_: None)
+    tracker = PoolTracker(runs, runs, "final runs", progress=False, log=lambda *_: None)
     tracker.finished(runs[0], logs[0], 0)
     tracker.finished(runs[1], logs[1], 0)  # exit 0 but no status: the worker never got to the end
     tracker.finished(runs[2], logs[2], None, "Ray task failed (WorkerCrashedError)")
@@ -234,3 +234,19 @@ def test_a_multi_process_run_is_torchrun_of_the_same_worker_on_every_node(tmp_pa
                                  master_addr="node-a", master_port=23456)
     assert ["--nnodes=2", "--node_rank=1", "--master_addr=node-a", "--master_port=23456"] == second_node[3:7]
     assert second_node[-4:] == ["layerscale.study.executors.ddp_worker", str(run.run_dir), one_process[5], "4"]
+
+
+def test_progress_advances_by_each_runs_work_not_by_run_count(tmp_path, capsys):
+    pytest.importorskip("tqdm")
+    from layerscale.study.executors.tracker import PoolTracker, run_weight
+
+    spec = StudySpec(("prenorm",), (2, 8), (0,), base=copy.deepcopy(BASE), lrs=(1e-3,))
+    shallow, deep = (spec.run(tmp_path, "prenorm", d, 1e-3, 0, "final") for d in (2, 8))
+    assert run_weight(deep) == 4 * run_weight(shallow)  # same width: work grows with the blocks
+    tracker = PoolTracker([shallow, deep], [shallow, deep], "final runs", progress=True, log=lambda *_: None)
+    shallow.run_dir.mkdir(parents=True)
+    (shallow.run_dir / "study_status.json").write_text(json.dumps({"status": "finished", "step": 8}))
+    tracker.finished(shallow, tmp_path / "log", 0)
+    assert tracker._bar.n == run_weight(shallow) and tracker._bar.total == 5 * run_weight(shallow)
+    tracker.close()
+    assert "1/2 runs" in capsys.readouterr().err

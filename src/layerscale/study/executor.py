@@ -74,29 +74,19 @@ def pending_runs(runs: list[RunSpec], desc: str, log=print) -> list[RunSpec]:
     return pending
 
 
-def _progress(total: int, initial: int, enabled: bool, desc: str):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, initial=initial, desc=desc, unit="run", dynamic_ncols=True)
-
-
 def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, threads: int, progress: bool = True,
              desc: str = "study", log=print) -> list[RunFailure]:
     """Run every pending run of ``runs`` (configs already validated); returns the runs that failed."""
     study_dir = Path(study_dir)
     if jobs < 1 or threads < 1:
         raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
+    from .executors.tracker import PoolTracker  # it builds on this module's RunFailure
+
     pending = deque(pending_runs(runs, desc, log))
     if not pending:
         return []
-    done = len(runs) - len(pending)
-    bar = _progress(len(runs), done, progress, desc)
+    tracker = PoolTracker(runs, list(pending), desc, progress, log)
     running: dict[str, tuple[subprocess.Popen, RunSpec, object]] = {}
-    failures: list[RunFailure] = []
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -108,27 +98,14 @@ def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, th
                     continue
                 log_file.close()
                 del running[key]
-                status = read_status(run.run_dir)
-                if proc.returncode != 0 or status is None:
-                    log_path = _log_path(study_dir, run)
-                    failures.append(RunFailure(run.run_id, proc.returncode, log_path, last_line(log_path)))
-                    text = f"{run.run_id}: FAILED (exit {proc.returncode}), log {log_path}"
-                else:
-                    text = f"{run.run_id}: {status['status']}"
-                done += 1
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(text)
-                else:
-                    log(f"[{done}/{len(runs)}] {text}")
+                tracker.finished(run, _log_path(study_dir, run), proc.returncode)
     finally:
         for proc, _, log_file in running.values():
             proc.terminate()
             proc.wait()
             log_file.close()
-        if bar is not None:
-            bar.close()
-    return failures
+        tracker.close()
+    return tracker.failures
 
 
 def _log_path(study_dir: Path, run: RunSpec) -> Path:

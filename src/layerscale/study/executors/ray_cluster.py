@@ -68,7 +68,7 @@ def run_ray_pool(runs: list[RunSpec], study_dir: Path, options: ExecutorOptions,
     remote = ray.remote(execute).options(**request)
     tasks = [task_for(r, study_dir, request["num_cpus"], options.gpus_per_run) for r in pending]
     waiting = {remote.remote(task): (run, task) for run, task in zip(pending, tasks)}
-    tracker = PoolTracker(len(runs), done, desc, progress, log)
+    tracker = PoolTracker(runs, pending, desc, progress, log)
     try:
         while waiting:
             ready, _ = ray.wait(list(waiting), num_returns=1, timeout=POLL_S)

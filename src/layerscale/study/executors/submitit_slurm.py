@@ -70,7 +70,7 @@ def run_submitit_pool(runs: list[RunSpec], study_dir: Path, options: ExecutorOpt
         jobs = [executor.submit(SlurmRun(task)) for task in tasks]
     log(f"{desc}: submitted {len(jobs)} run(s) through submitit ({executor.cluster}), jobs "
         f"{jobs[0].job_id}{' .. ' + jobs[-1].job_id if len(jobs) > 1 else ''}")
-    tracker = PoolTracker(len(runs), done, desc, progress, log)
+    tracker = PoolTracker(runs, pending, desc, progress, log)
     waiting = list(zip(jobs, pending, tasks))
     try:
         while waiting:
