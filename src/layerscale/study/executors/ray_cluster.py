@@ -56,7 +56,6 @@ def run_ray_pool(runs: list[RunSpec], study_dir: Path, options: ExecutorOptions,
     pending = pending_runs(runs, desc, log)
     if not pending:
         return []
-    done = len(runs) - len(pending)
     connect(options, log)
     request = remote_options(options, threads)
     available = ray.cluster_resources()

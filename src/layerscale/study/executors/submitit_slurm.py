@@ -60,7 +60,6 @@ def run_submitit_pool(runs: list[RunSpec], study_dir: Path, options: ExecutorOpt
     pending = pending_runs(runs, desc, log)
     if not pending:
         return []
-    done = len(runs) - len(pending)
     executor = make_executor(options, study_dir)
     executor.update_parameters(**submission_parameters(options, threads, len(pending),
                                                        f"layerscale-{study_dir.name}"))
