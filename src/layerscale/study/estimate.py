@@ -166,7 +166,9 @@ def _run_shape(trainer, cfg) -> RunShape:
 
 def _known_choices(study_dir: Path) -> dict[tuple[str, int], float]:
     try:
-        cells = json.loads((study_dir / "tuning.json").read_text(encoding="utf-8"))["cells"]
+        from .study import TUNING_FILE
+
+        cells = json.loads((study_dir / TUNING_FILE).read_text(encoding="utf-8"))["cells"]
         return {(c["method"], int(c["depth"])): float(c["chosen_lr"]) for c in cells if c.get("chosen_lr")}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
