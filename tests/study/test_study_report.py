@@ -79,12 +79,14 @@ def _write_run(run_dir: Path, method: str, depth: int, lr: float, seed: int, *, 
 
 
 def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), depths=(2, 4, 8), seeds=(0, 1, 2),
-               lrs=LRS, language_model=False, label_smoothing=0.0, missing=(), diverged=(), shared_table=True):
+               lrs=LRS, language_model=False, label_smoothing=0.0, missing=(), diverged=(), shared_table=True,
+               shapes=(), params=None):
     """A study folder written by hand and everything ``write_study_report`` takes. ``missing``: run ids left
     unwritten (pending); ``diverged``: run ids that diverged at step 20."""
     base = json.loads(json.dumps(TINY_BASE))
     base["optim"]["label_smoothing"] = label_smoothing
-    spec = StudySpec(tuple(methods), tuple(depths), tuple(seeds), base, lrs=tuple(lrs), shared_table=shared_table)
+    spec = StudySpec(tuple(methods), tuple(depths), tuple(seeds), base, lrs=tuple(lrs), shared_table=shared_table,
+                     shapes=shapes)
     metric = Metric.for_language_model(language_model)
     plan = StudyPlan(TOTAL_STEPS, metric, "digits: 1437 train / 360 test images (8x8, 10 classes)")
     rungs, chosen = {}, {}
@@ -113,7 +115,7 @@ def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), 
                    stop=20 if run.run_id in diverged else TOTAL_STEPS)
     tune_runs = [spec.run(study_dir, m, d, lr, spec.tune_seed, "tune") for (m, d) in rungs for lr in spec.lrs]
     results = [collect_run(r, metric) for r in [*tune_runs, *finals]]
-    cells = cell_results(spec, results, chosen)
+    cells = cell_results(spec, results, chosen, params=params)
     pending = sum(r.kind == "final" and r.status not in ("finished", "diverged") for r in results)
     markdown = study_markdown(spec, cells, metric, study_cost(spec, results, chosen), TOTAL_STEPS, pending)
     return spec, plan, results, cells, rungs, markdown
@@ -190,6 +192,22 @@ def test_partial_study_renders_and_says_what_is_missing(tmp_path):
     assert "One seed only (n = 1, no band): prenorm d4 (tuned), prenorm d4 (shared)." in document
     assert "Partial results: 5 final run(s) not finished yet." in document  # results.md, rendered
     assert (tmp_path / "accuracy_vs_depth.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_a_shape_study_names_its_parameter_budget_in_title_paragraph_figure_and_table(tmp_path):
+    methods, depths = ("prenorm", "layerscale"), (2, 4)
+    shapes = tuple((m, d, 32 // d * 4) for d in depths for m in methods)
+    params = {(m, d): 10_000 + 7 * d + (m == "layerscale") * 3 * d for d in depths for m in methods}
+    spec, plan, _, cells, _, markdown = make_study(tmp_path, methods=methods, depths=depths, shapes=shapes,
+                                                   params=params)
+    assert markdown.startswith("# Shape study at a fixed parameter budget: prenorm, layerscale at depths 2, 4")
+    assert ("at a fixed parameter budget, each method's width chosen per depth so that every cell has 10,014 to "
+            "10,040 parameters") in markdown
+    assert "| prenorm | width 64, 10,014 params | width 32, 10,028 params |" in markdown
+    ax = plot_metric_vs_depth(spec, cells, plan.metric).axes[0]
+    assert ax.get_xlabel().startswith("residual blocks at a fixed parameter budget")
+    plain = make_study(tmp_path / "plain", methods=methods, depths=depths)[-1]
+    assert plain.startswith("# Depth study:") and "parameter budget" not in plain
 
 
 @pytest.mark.parametrize("lrs", [(), (1e-3, 3e-3)])

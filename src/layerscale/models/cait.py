@@ -16,14 +16,12 @@ from ..integrations.hub import HubMixin
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.drop_path import drop_path_rates
 from ..layers.layer_scale import init_value_for_depth
-from ..layers.norms import norm_factory
 from ..layers.patch_embed import PatchEmbed
-from ..residual.registry import resolve_residual
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
 from .timm_api import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, TimmClassifierAPI, classifier_head
-from .timm_api import resolve_init_value_alias
-from .validation import check_heads, check_patch, check_positive_int, check_rate
+from .trunk_args import resolve_trunk_args
+from .validation import check_patch, check_positive_int
 
 __all__ = ["CaiT"]
 
@@ -50,16 +48,13 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
                  grad_checkpointing: bool = False, init_values: float | None = None,
                  norm: str = "layernorm") -> None:
         super().__init__()
-        init_value = resolve_init_value_alias(init_value, init_values)
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
-        check_positive_int("depth", depth)
         check_positive_int("depth_token_only", depth_token_only)
         check_positive_int("in_chans", in_chans)
-        check_heads(embed_dim, num_heads)
         check_patch(img_size, patch_size)
-        check_rate("drop_rate", drop_rate)
-        method = resolve_residual(residual)
-        norm_layer = norm_factory(norm, norm_eps)
+        init_value, method, norm_layer = resolve_trunk_args(
+            depth=depth, embed_dim=embed_dim, num_heads=num_heads, drop_rate=drop_rate, residual=residual,
+            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
         epsilon = init_value if init_value is not None else init_value_for_depth(depth)
         total = depth + depth_token_only
         self.num_classes, self.embed_dim, self.depth, self.residual = num_classes, embed_dim, depth, method.name

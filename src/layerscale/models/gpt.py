@@ -13,12 +13,11 @@ from torch import nn
 from ..integrations.hub import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
-from ..layers.norms import norm_factory
-from ..residual.registry import resolve_residual
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
-from .timm_api import TimmModelAPI, resolve_init_value_alias
-from .validation import check_heads, check_positive_int, check_rate
+from .timm_api import TimmModelAPI
+from .trunk_args import resolve_trunk_args
+from .validation import check_positive_int
 
 __all__ = ["GPT"]
 
@@ -42,15 +41,12 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
                  norm_eps: float = 1e-5, grad_checkpointing: bool = False, init_values: float | None = None,
                  norm: str = "layernorm") -> None:
         super().__init__()
-        init_value = resolve_init_value_alias(init_value, init_values)
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("block_size", block_size)
-        check_positive_int("depth", depth)
-        check_heads(embed_dim, num_heads)
-        check_rate("drop_rate", drop_rate)
-        method = resolve_residual(residual)
-        norm_layer = norm_factory(norm, norm_eps)
+        init_value, method, norm_layer = resolve_trunk_args(
+            depth=depth, embed_dim=embed_dim, num_heads=num_heads, drop_rate=drop_rate, residual=residual,
+            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
         self.vocab_size, self.block_size, self.embed_dim, self.depth = vocab_size, block_size, embed_dim, depth
         self.residual = method.name
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)

@@ -13,15 +13,13 @@ from torch import nn
 from ..integrations.hub import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
-from ..layers.norms import norm_factory
 from ..layers.patch_embed import PatchEmbed
-from ..residual.registry import resolve_residual
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .class_token_path import class_token_logits, class_token_path_applies
 from .init import init_transformer_weights
 from .timm_api import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, TimmClassifierAPI, classifier_head
-from .timm_api import resolve_init_value_alias
-from .validation import check_heads, check_patch, check_positive_int, check_rate
+from .trunk_args import resolve_trunk_args
+from .validation import check_patch, check_positive_int
 
 __all__ = ["VisionTransformer"]
 
@@ -50,15 +48,12 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
                  norm_eps: float = 1e-6, grad_checkpointing: bool = False, init_values: float | None = None,
                  norm: str = "layernorm") -> None:
         super().__init__()
-        init_value = resolve_init_value_alias(init_value, init_values)
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
-        check_positive_int("depth", depth)
         check_positive_int("in_chans", in_chans)
-        check_heads(embed_dim, num_heads)
         check_patch(img_size, patch_size)
-        check_rate("drop_rate", drop_rate)
-        method = resolve_residual(residual)
-        norm_layer = norm_factory(norm, norm_eps)
+        init_value, method, norm_layer = resolve_trunk_args(
+            depth=depth, embed_dim=embed_dim, num_heads=num_heads, drop_rate=drop_rate, residual=residual,
+            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
         self.num_classes, self.embed_dim, self.depth = num_classes, embed_dim, depth
         self.residual, self.no_embed_class = method.name, no_embed_class
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)

@@ -38,14 +38,16 @@ def table_title(spec: StudySpec, table: str) -> str:
     return f"every method at the learning rate {format_lr(spec.shared_lr)} (not tuned)"
 
 
-def _depth_axis(ax, depths: Sequence[int]) -> None:
-    """Log2 depth axis whose ticks are exactly the studied depths."""
+def _depth_axis(ax, depths: Sequence[int], shape_sweep: bool = False) -> None:
+    """Log2 depth axis whose ticks are exactly the studied depths; under a shape sweep the label says that the
+    width changes with the depth."""
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(depths), [str(d) for d in depths])
     ax.minorticks_off()
     low, high = min(depths), max(depths)
     ax.set_xlim(low / 2 ** 0.35, high * 2 ** 0.35)
-    ax.set_xlabel("depth (residual blocks, log scale)")
+    ax.set_xlabel("residual blocks at a fixed parameter budget (width chosen per cell; log scale)" if shape_sweep
+                  else "depth (residual blocks, log scale)")
 
 
 def _bottom_marks(ax, xs, color) -> None:
@@ -96,7 +98,7 @@ def plot_metric_vs_depth(spec: StudySpec, cells: Sequence[CellResult], metric: M
             lost = [c.depth * shift for c in mine if c.test is None and c.runs and c.diverged == c.runs]
             if lost:
                 _bottom_marks(ax, lost, color)
-        _depth_axis(ax, spec.depths)
+        _depth_axis(ax, spec.depths, shape_sweep=bool(spec.shapes))
         ax.set_title(table_title(spec, table).capitalize(), fontsize=11)
         ax.grid(True, alpha=0.3)
     direction = "higher is better" if metric.higher_is_better else "lower is better"
@@ -107,7 +109,8 @@ def plot_metric_vs_depth(spec: StudySpec, cells: Sequence[CellResult], metric: M
     _headline_legend(fig, spec.methods, colors,
                      single=any(c.test is not None and c.test.low is None for c in in_tables),
                      lost=any(c.test is None and c.runs and c.diverged == c.runs for c in in_tables))
-    fig.suptitle(f"{metric.name.capitalize()} against depth: mean over seeds with 95 % t-interval",
+    against = "blocks at equal parameters" if spec.shapes else "depth"
+    fig.suptitle(f"{metric.name.capitalize()} against {against}: mean over seeds with 95 % t-interval",
                  fontsize=13, fontweight="bold")
     return fig
 

@@ -125,7 +125,8 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
                    total_steps: int, pending: int) -> str:
     digits = 1 if metric.classification else 3
     seeds = len(spec.seeds)
-    lines = [f"# Depth study: {', '.join(spec.methods)} at depths {', '.join(map(str, spec.depths))}", "",
+    kind = "Shape study at a fixed parameter budget" if spec.shapes else "Depth study"
+    lines = [f"# {kind}: {', '.join(spec.methods)} at depths {', '.join(map(str, spec.depths))}", "",
              plain_paragraph(spec, cells, metric), ""]
     if pending:
         lines += [f"**Partial results: {pending} final run(s) not finished yet.** Cells show what has finished.", ""]
@@ -180,6 +181,18 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     return "\n".join(lines)
 
 
+def _budget_clause(spec: StudySpec, cells: list[CellResult]) -> str:
+    """Under a shape sweep: the parameter budget the widths were chosen for, as the cells counted it."""
+    if not spec.shapes:
+        return ""
+    counts = sorted({c.params for c in cells if c.params})
+    if not counts:
+        return " at a fixed parameter budget (each method's width chosen per depth)"
+    spread = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}"
+    return (f" at a fixed parameter budget, each method's width chosen per depth so that every cell has "
+            f"{spread} parameters")
+
+
 def plain_paragraph(spec: StudySpec, cells: list[CellResult], metric: Metric) -> str:
     """What the table does and does not show, in plain words, generated from the verdicts and the seed count."""
     table = "tuned"
@@ -189,7 +202,7 @@ def plain_paragraph(spec: StudySpec, cells: list[CellResult], metric: Metric) ->
     counts = {k: verdicts.count(k) for k in ("better", "worse", "within noise", "n < 2", "no spread")}
     comparisons = len(verdicts)
     parts = [f"This study compares {len(spec.methods)} residual methods at depths "
-             f"{', '.join(map(str, spec.depths))}"
+             f"{', '.join(map(str, spec.depths))}" + _budget_clause(spec, cells)
              + (f", each at the learning rate it did best with on a validation split (chosen from "
                 f"{', '.join(format_lr(lr) for lr in spec.lrs)})" if spec.tuned else
                 f", all at the learning rate {format_lr(spec.shared_lr)}")

@@ -1,0 +1,37 @@
+"""The hyper-parameters every model family (ViT, CaiT, GPT) shares, checked and resolved in one place."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..layers.norms import NormFactory, norm_factory
+from ..residual.base import ResidualMethod
+from ..residual.registry import resolve_residual
+from .timm_api import resolve_init_value_alias
+from .validation import check_heads, check_positive_int, check_rate
+
+__all__ = ["TrunkArgs", "resolve_trunk_args"]
+
+
+class TrunkArgs(NamedTuple):
+    """What a model's trunk is built from: the LayerScale ε (``None``: the depth rule), the residual method and
+    the norm factory."""
+
+    init_value: float | None
+    method: ResidualMethod
+    norm_layer: NormFactory
+
+
+def resolve_trunk_args(*, depth: int, embed_dim: int, num_heads: int, drop_rate: float, residual: str,
+                       norm: str, norm_eps: float, init_value: float | None,
+                       init_values: float | None) -> TrunkArgs:
+    """Check the shared hyper-parameters (each bad one a one-line ``ValueError`` naming it) and resolve them.
+
+    ``init_values`` is timm's spelling of ``init_value`` (giving both is an error); ``residual`` is a name from
+    :func:`layerscale.list_residuals`; ``norm`` is ``"layernorm"`` or ``"rmsnorm"``.
+    """
+    init_value = resolve_init_value_alias(init_value, init_values)
+    check_positive_int("depth", depth)
+    check_heads(embed_dim, num_heads)
+    check_rate("drop_rate", drop_rate)
+    return TrunkArgs(init_value, resolve_residual(residual), norm_factory(norm, norm_eps))
