@@ -80,13 +80,13 @@ def _write_run(run_dir: Path, method: str, depth: int, lr: float, seed: int, *, 
 
 def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), depths=(2, 4, 8), seeds=(0, 1, 2),
                lrs=LRS, language_model=False, label_smoothing=0.0, missing=(), diverged=(), shared_table=True,
-               shapes=(), params=None):
+               shapes=(), params=None, target=None):
     """A study folder written by hand and everything ``write_study_report`` takes. ``missing``: run ids left
     unwritten (pending); ``diverged``: run ids that diverged at step 20."""
     base = json.loads(json.dumps(TINY_BASE))
     base["optim"]["label_smoothing"] = label_smoothing
     spec = StudySpec(tuple(methods), tuple(depths), tuple(seeds), base, lrs=tuple(lrs), shared_table=shared_table,
-                     shapes=shapes)
+                     shapes=shapes, target=target)
     metric = Metric.for_language_model(language_model)
     plan = StudyPlan(TOTAL_STEPS, metric, "digits: 1437 train / 360 test images (8x8, 10 classes)")
     rungs, chosen = {}, {}
@@ -114,7 +114,7 @@ def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), 
                    status="diverged" if run.run_id in diverged else "finished",
                    stop=20 if run.run_id in diverged else TOTAL_STEPS)
     tune_runs = [spec.run(study_dir, m, d, lr, spec.tune_seed, "tune") for (m, d) in rungs for lr in spec.lrs]
-    results = [collect_run(r, metric) for r in [*tune_runs, *finals]]
+    results = [collect_run(r, metric, target) for r in [*tune_runs, *finals]]
     cells = cell_results(spec, results, chosen, params=params)
     pending = sum(r.kind == "final" and r.status not in ("finished", "diverged") for r in results)
     markdown = study_markdown(spec, cells, metric, study_cost(spec, results, chosen), TOTAL_STEPS, pending)
@@ -208,6 +208,17 @@ def test_a_shape_study_names_its_parameter_budget_in_title_paragraph_figure_and_
     assert ax.get_xlabel().startswith("residual blocks at a fixed parameter budget")
     plain = make_study(tmp_path / "plain", methods=methods, depths=depths)[-1]
     assert plain.startswith("# Depth study:") and "parameter budget" not in plain
+
+
+def test_steps_to_target_counts_only_runs_that_have_ended(tmp_path):
+    missing = {"rezero-d8-lr0.001-s0", "rezero-d8-lr0.001-s1", "rezero-d8-lr0.001-s2", "prenorm-d4-lr0.001-s2"}
+    markdown = make_study(tmp_path, missing=missing, target=50.0)[-1]
+    table = markdown.split("## Steps to reach 50 % on the validation split")[1].split("##")[0]
+    assert "(k/n): k of the n runs that have ended reached it" in table
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| method")}
+    assert rows["rezero"][2] == "no run ended yet"
+    assert rows["prenorm"][1].endswith("(2/2)") and rows["prenorm"][0].endswith("(3/3)")
 
 
 @pytest.mark.parametrize("lrs", [(), (1e-3, 3e-3)])

@@ -86,6 +86,7 @@ class CellResult:
     val_best: Interval | None
     wall_time_s: float | None
     params: int | None = None    # the cell's model's parameter count
+    ended: int = 0               # runs that have ended (finished or diverged): steps-to-target counts only these
 
 
 def _number(value) -> float | None:
@@ -139,7 +140,8 @@ def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[s
             reference = {s: finals[(spec.reference_method, depth, ref_lr, s)].test for s in spec.seeds
                          if (spec.reference_method, depth, ref_lr, s) in finals
                          and finals[(spec.reference_method, depth, ref_lr, s)].test is not None}
-            reached = [r.steps_to_target for r in rs if r.steps_to_target is not None]
+            ended = [r for r in rs if r.status in ("finished", "diverged")]
+            reached = [r.steps_to_target for r in ended if r.steps_to_target is not None]
             walls = [r.wall_time_s for r in rs if r.wall_time_s is not None]
             out.append(CellResult(
                 table=table, method=method, depth=depth, lr=lr, runs=len(rs),
@@ -148,7 +150,7 @@ def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[s
                 steps_to_target=mean_interval(reached), reached_target=len(reached),
                 val_best=mean_interval([r.val_best for r in rs if r.val_best is not None]),
                 wall_time_s=sum(walls) / len(walls) if walls else None,
-                params=(params or {}).get((method, depth)),
+                params=(params or {}).get((method, depth)), ended=len(ended),
             ))
     return out
 

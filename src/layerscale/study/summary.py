@@ -159,10 +159,11 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     if spec.target is not None:
         shown = f"{spec.target:g}{' %' if metric.classification else ' bits per byte'}"
         lines += [f"## Steps to reach {shown} on the validation split", "",
-                  "Mean over the seeds that reached it [95 % CI]; (k/n) seeds reached it.", ""]
-        lines += _wide_table(spec, cells, "tuned", lambda c: (format_interval(c.steps_to_target, 0)
-                                                               if c.steps_to_target else "not reached")
-                             + f" ({c.reached_target}/{c.runs})")
+                  "Mean over the seeds that reached it [95 % CI]; (k/n): k of the n runs that have ended "
+                  "reached it.", ""]
+        lines += _wide_table(spec, cells, "tuned", lambda c: "no run ended yet" if not c.ended else (
+            (format_interval(c.steps_to_target, 0) if c.steps_to_target else "not reached")
+            + f" ({c.reached_target}/{c.ended})"))
         lines.append("")
     if spec.shapes:
         lines += ["## Shapes at a fixed parameter budget", "",
