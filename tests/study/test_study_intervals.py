@@ -3,7 +3,8 @@ import statistics
 
 import pytest
 
-from layerscale.study.intervals import mean_interval, paired_interval, t_quantile
+from layerscale.study.intervals import mean_interval, paired_interval, t_quantile, welch_interval
+from layerscale.study.results import verdict
 
 # Student's t 0.975 quantiles from printed tables (e.g. NIST/SEMATECH e-Handbook, Table 1.3.6.7.2).
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 10: 2.228, 30: 2.042, 120: 1.980}
@@ -44,3 +45,31 @@ def test_paired_differences_use_only_the_seeds_both_have():
     assert diff.n == 2 and diff.mean == pytest.approx(1.5)
     half = t_quantile(0.975, 1) * statistics.stdev([2.0, 1.0]) / math.sqrt(2)
     assert diff.low == pytest.approx(1.5 - half)
+
+
+def test_welch_interval_matches_the_reference_values():
+    # SciPy's ttest_ind(a, b, equal_var=False).confidence_interval(0.95) on these values: (0.341322, 4.208678),
+    # Welch-Satterthwaite df 4.3789.
+    a, b = [85.1, 84.2, 86.3, 85.9], [83.0, 84.1, 82.2]
+    diff = welch_interval(mean_interval(a), mean_interval(b))
+    assert diff.mean == pytest.approx(statistics.fmean(a) - statistics.fmean(b), abs=1e-12)
+    assert diff.low == pytest.approx(0.34132220055711926, abs=1e-8)
+    assert diff.high == pytest.approx(4.208677799442864, abs=1e-8)
+    assert verdict(diff, higher_is_better=True) == "better"
+    swapped = welch_interval(mean_interval(b), mean_interval(a))
+    assert (swapped.low, swapped.high) == pytest.approx((-diff.high, -diff.low), abs=1e-12)
+    assert verdict(swapped, higher_is_better=True) == "worse"
+
+
+def test_welch_degrees_of_freedom_lie_between_the_smaller_cell_and_the_pooled_count():
+    a, b = mean_interval([1.0, 2.0, 3.0]), mean_interval([1.5, 2.5, 2.0, 1.0])
+    diff = welch_interval(a, b)
+    se = math.sqrt(a.std ** 2 / a.n + b.std ** 2 / b.n)
+    assert diff.std == pytest.approx(se)
+    # Welch's df lies in [min(n) - 1, n1 + n2 - 2], so its quantile lies between those two t quantiles.
+    assert t_quantile(0.975, a.n + b.n - 2) * se <= diff.half_width <= t_quantile(0.975, min(a.n, b.n) - 1) * se
+    assert verdict(diff, higher_is_better=True) == "within noise"
+    assert welch_interval(a, mean_interval([2.0])).low is None
+    assert welch_interval(a, None) is None
+    flat = welch_interval(mean_interval([2.0, 2.0, 2.0]), mean_interval([1.0, 1.0]))
+    assert flat.mean == 1.0 and verdict(flat, higher_is_better=True) == "no spread"

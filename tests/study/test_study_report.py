@@ -21,7 +21,8 @@ from layerscale.study.figures import figure_depth_curves, plot_lr_sensitivity, p
 from layerscale.study.grid import StudySpec
 from layerscale.study.markdown_html import markdown_to_html, split_title
 from layerscale.study.report import headline_path, write_study_report
-from layerscale.study.results import Metric, cell_results, collect_run
+from layerscale.study.intervals import welch_interval
+from layerscale.study.results import Metric, cell_results, collect_run, verdict
 from layerscale.study.study import StudyPlan
 from layerscale.study.summary import study_cost, study_markdown
 from layerscale.study.tuning import RungResult
@@ -208,6 +209,26 @@ def test_a_shape_study_names_its_parameter_budget_in_title_paragraph_figure_and_
     assert ax.get_xlabel().startswith("residual blocks at a fixed parameter budget")
     plain = make_study(tmp_path / "plain", methods=methods, depths=depths)[-1]
     assert plain.startswith("# Depth study:") and "parameter budget" not in plain
+
+
+def test_a_shape_study_compares_each_method_with_itself_at_the_shallowest_depth(tmp_path):
+    methods, depths = ("prenorm", "layerscale"), (2, 4, 8)
+    shapes = tuple((m, d, 64 // d * 2) for d in depths for m in methods)
+    _, _, _, cells, _, markdown = make_study(tmp_path, methods=methods, depths=depths, shapes=shapes)
+    section = markdown.split("## Depth at the same budget: each method against itself at depth 2")[1].split("\n## ")[0]
+    assert "Welch's 95 % t-intervals" in section
+    by_key = {(c.method, c.depth): c for c in cells if c.table == "tuned"}
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| method")}
+    for method in methods:
+        assert rows[method][0] == "reference"
+        for column, depth in enumerate(depths[1:], start=1):
+            expected = welch_interval(by_key[(method, depth)].test, by_key[(method, 2)].test)
+            assert rows[method][column].startswith(f"{expected.mean:+.1f} [{expected.low:.1f}, {expected.high:.1f}]")
+            assert rows[method][column].endswith(verdict(expected, higher_is_better=True))
+    assert re.search(r"^- prenorm: ", section, re.M) and re.search(r"^- layerscale: ", section, re.M)
+    plain = make_study(tmp_path / "plain", methods=methods, depths=depths)[-1]
+    assert "## Depth at the same budget" not in plain
 
 
 def test_steps_to_target_counts_only_runs_that_have_ended(tmp_path):

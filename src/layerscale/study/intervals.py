@@ -9,6 +9,11 @@ order and split) is the same interval over the per-seed differences. With one va
 The t quantile is computed here (no SciPy dependency) by bisection on the t distribution's CDF, which is
 ``1 − ½ I_{ν/(ν+t²)}(ν/2, ½)`` for ``t ≥ 0`` with ``I`` the regularised incomplete beta function, evaluated by
 its continued fraction (Numerical Recipes, 3rd ed., §6.4 ``betacf``); accurate to ~1e-10.
+
+Two cells that share no pairing (the same method at two depths: different models, so a seed does not pair them)
+are compared by Welch's interval of the difference of their means, ``x̄₁ − x̄₂ ± t_{(1+level)/2, ν} · SE`` with
+``SE² = s₁²/n₁ + s₂²/n₂`` and the Welch–Satterthwaite degrees of freedom
+``ν = SE⁴ / ((s₁²/n₁)²/(n₁−1) + (s₂²/n₂)²/(n₂−1))`` (Welch 1947, *Biometrika* 34, Eqs. 9 and 29).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Interval", "mean_interval", "paired_interval", "t_quantile"]
+__all__ = ["Interval", "mean_interval", "paired_interval", "t_quantile", "welch_interval"]
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -62,8 +67,9 @@ def _t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
-def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``0.5 < p < 1``, ``df ≥ 1``)."""
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``0.5 < p < 1``, ``df ≥ 1``, not
+    necessarily an integer)."""
     if not 0.5 < p < 1.0:
         raise ValueError(f"quantile level must be in (0.5, 1), got {p}")
     if df < 1:
@@ -120,3 +126,26 @@ def paired_interval(values: dict[int, float], reference: dict[int, float], level
     """``values − reference`` seed by seed (only seeds present in both) and its t-interval."""
     seeds = sorted(set(values) & set(reference))
     return mean_interval([values[s] - reference[s] for s in seeds], level)
+
+
+def welch_interval(first: Interval | None, second: Interval | None, level: float = 0.95) -> Interval | None:
+    """``first − second`` for two independent cells, with Welch's t-interval (see the module docstring).
+
+    Takes the cells' own intervals (their means, standard deviations and counts). ``None`` when either cell is
+    missing; no interval (``low = high = None``) when either has a single value. The result's ``n`` is the smaller
+    of the two counts and its ``std`` the standard error of the difference, ``0`` when neither cell varies (no
+    interval can then be estimated: ``verdict`` says "no spread").
+    """
+    if first is None or second is None:
+        return None
+    mean = first.mean - second.mean
+    n = min(first.n, second.n)
+    if first.std is None or second.std is None:
+        return Interval(mean, None, None, n, None, level)
+    var1, var2 = first.std ** 2 / first.n, second.std ** 2 / second.n
+    se = math.sqrt(var1 + var2)
+    if se == 0.0:
+        return Interval(mean, mean, mean, n, 0.0, level)
+    df = (var1 + var2) ** 2 / (var1 ** 2 / (first.n - 1) + var2 ** 2 / (second.n - 1))
+    half = t_quantile((1.0 + level) / 2.0, max(df, 1.0)) * se
+    return Interval(mean, mean - half, mean + half, n, se, level)

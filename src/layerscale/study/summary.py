@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .grid import StudySpec, format_lr
-from .intervals import Interval
+from .intervals import Interval, welch_interval
 from .results import CellResult, Metric, RunResult, verdict
 
-__all__ = ["Cost", "study_cost", "format_interval", "grid_edge_sentence", "plain_paragraph", "study_markdown",
-           "summary_sentences"]
+__all__ = ["Cost", "study_cost", "depth_gain_lines", "format_interval", "grid_edge_sentence", "plain_paragraph",
+           "study_markdown", "summary_sentences"]
 
 
 def format_interval(interval: Interval | None, digits: int, signed: bool = False) -> str:
@@ -106,6 +106,44 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
     return out
 
 
+def depth_gain_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> list[str]:
+    """Under a shape sweep, the question DepthBench asks: does a method turn depth into a better model at the same
+    parameter budget? Each method at each depth against itself at the shallowest depth (its first table: tuned
+    rates when tuned), by Welch's interval — two depths are two models, so seeds do not pair them."""
+    table, shallowest = "tuned", spec.depths[0]
+    digits = 1 if metric.classification else 3
+    unit = "points" if metric.classification else "bits per byte"
+    by_key = {(c.method, c.depth): c for c in cells if c.table == table}
+
+    def gain(cell: CellResult) -> Interval | None:
+        base = by_key.get((cell.method, shallowest))
+        return welch_interval(cell.test, base.test if base else None)
+
+    rate = "its tuned learning rate" if spec.tuned else f"the learning rate {format_lr(spec.shared_lr)}"
+    lines = [f"## Depth at the same budget: each method against itself at depth {shallowest}", "",
+             f"Difference of each method's {metric.name} at {rate} from its own at depth {shallowest} (the "
+             f"shallowest, widest shape). Two depths are two models, so the runs are not paired by seed: the "
+             f"intervals are Welch's 95 % t-intervals of the difference of the two cells' means.", ""]
+    lines += _wide_table(spec, cells, table, lambda c: "reference" if c.depth == shallowest else
+                         format_interval(gain(c), digits, signed=True) + f" {verdict(gain(c), metric.higher_is_better)}")
+    lines += ["", "What the intervals support:", ""]
+    for method in spec.methods:
+        groups: dict[str, list[str]] = {"better": [], "worse": [], "within noise": []}
+        for depth in spec.depths[1:]:
+            cell = by_key.get((method, depth))
+            kind = verdict(gain(cell), metric.higher_is_better) if cell else ""
+            if kind in ("better", "worse"):
+                groups[kind].append(f"{depth} ({format_interval(gain(cell), digits, signed=True)} {unit})")
+            elif kind == "within noise":
+                groups[kind].append(str(depth))
+        parts = [f"{kind} than at depth {shallowest} at depth {', '.join(found)}" if kind != "within noise" else
+                 f"within noise of depth {shallowest} at depth {', '.join(found)}" for kind, found in groups.items()
+                 if found]
+        if parts:
+            lines.append(f"- {method}: " + "; ".join(parts) + ".")
+    return lines + [""]
+
+
 def grid_edge_sentence(spec: StudySpec, cells: list[CellResult]) -> str | None:
     """The tuned cells whose chosen rate is the smallest or the largest of the grid, in one sentence (``None`` when
     there are none, or with fewer than two rates): there the best rate may lie outside the grid, so the tuned
@@ -156,6 +194,8 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
         edge = grid_edge_sentence(spec, cells) if with_lr else None
         if edge:
             lines += [edge, ""]
+    if spec.shapes:
+        lines += depth_gain_lines(spec, cells, metric)
     if spec.target is not None:
         shown = f"{spec.target:g}{' %' if metric.classification else ' bits per byte'}"
         lines += [f"## Steps to reach {shown} on the validation split", "",
