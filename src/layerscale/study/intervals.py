@@ -13,7 +13,8 @@ its continued fraction (Numerical Recipes, 3rd ed., §6.4 ``betacf``); accurate 
 Two cells that share no pairing (the same method at two depths: different models, so a seed does not pair them)
 are compared by Welch's interval of the difference of their means, ``x̄₁ − x̄₂ ± t_{(1+level)/2, ν} · SE`` with
 ``SE² = s₁²/n₁ + s₂²/n₂`` and the Welch–Satterthwaite degrees of freedom
-``ν = SE⁴ / ((s₁²/n₁)²/(n₁−1) + (s₂²/n₂)²/(n₂−1))`` (Welch 1947, *Biometrika* 34, Eqs. 9 and 29).
+``ν = SE⁴ / ((s₁²/n₁)²/(n₁−1) + (s₂²/n₂)²/(n₂−1))`` (Welch 1947, *Biometrika* 34:28–35; Satterthwaite
+1946, *Biometrics Bulletin* 2:110–114).
 """
 
 from __future__ import annotations

@@ -114,26 +114,29 @@ def depth_gain_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -
     digits = 1 if metric.classification else 3
     unit = "points" if metric.classification else "bits per byte"
     by_key = {(c.method, c.depth): c for c in cells if c.table == table}
+    gains = {key: welch_interval(cell.test, by_key[(key[0], shallowest)].test)
+             for key, cell in by_key.items() if (key[0], shallowest) in by_key}
 
-    def gain(cell: CellResult) -> Interval | None:
-        base = by_key.get((cell.method, shallowest))
-        return welch_interval(cell.test, base.test if base else None)
+    def cell_text(cell: CellResult) -> str:
+        if cell.depth == shallowest:
+            return "reference"
+        gain = gains.get((cell.method, cell.depth))
+        return format_interval(gain, digits, signed=True) + f" {verdict(gain, metric.higher_is_better)}"
 
     rate = "its tuned learning rate" if spec.tuned else f"the learning rate {format_lr(spec.shared_lr)}"
     lines = [f"## Depth at the same budget: each method against itself at depth {shallowest}", "",
              f"Difference of each method's {metric.name} at {rate} from its own at depth {shallowest} (the "
              f"shallowest, widest shape). Two depths are two models, so the runs are not paired by seed: the "
              f"intervals are Welch's 95 % t-intervals of the difference of the two cells' means.", ""]
-    lines += _wide_table(spec, cells, table, lambda c: "reference" if c.depth == shallowest else
-                         format_interval(gain(c), digits, signed=True) + f" {verdict(gain(c), metric.higher_is_better)}")
+    lines += _wide_table(spec, cells, table, cell_text)
     lines += ["", "What the intervals support:", ""]
     for method in spec.methods:
         groups: dict[str, list[str]] = {"better": [], "worse": [], "within noise": []}
         for depth in spec.depths[1:]:
-            cell = by_key.get((method, depth))
-            kind = verdict(gain(cell), metric.higher_is_better) if cell else ""
+            gain = gains.get((method, depth))
+            kind = verdict(gain, metric.higher_is_better)
             if kind in ("better", "worse"):
-                groups[kind].append(f"{depth} ({format_interval(gain(cell), digits, signed=True)} {unit})")
+                groups[kind].append(f"{depth} ({format_interval(gain, digits, signed=True)} {unit})")
             elif kind == "within noise":
                 groups[kind].append(str(depth))
         parts = [f"{kind} than at depth {shallowest} at depth {', '.join(found)}" if kind != "within noise" else
