@@ -40,6 +40,16 @@ class Metric:
     def for_language_model(cls, is_lm: bool) -> Metric:
         return cls("test bits per byte", False, False) if is_lm else cls("test accuracy (%)", True, True)
 
+    @property
+    def digits(self) -> int:
+        """Decimals the tables print: 1 for accuracy in %, 3 for bits per byte."""
+        return 1 if self.classification else 3
+
+    @property
+    def difference_unit(self) -> str:
+        """The unit of a difference between two values of the metric, as the sentences print it."""
+        return "points" if self.classification else "bits per byte"
+
     def from_record(self, record: dict) -> float | None:
         """The metric of one evaluation record (accuracy → %, loss → bits per byte)."""
         key = "accuracy" if self.classification else "loss"

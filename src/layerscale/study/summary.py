@@ -70,8 +70,7 @@ def _wide_table(spec: StudySpec, cells: list[CellResult], table: str, cell_text)
 
 def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, table: str) -> list[str]:
     """One sentence per depth: which methods differ from the reference beyond noise, and which do not."""
-    unit = "points" if metric.classification else "bits per byte"
-    digits = 1 if metric.classification else 3
+    unit, digits = metric.difference_unit, metric.digits
     out = []
     for depth in spec.depths:
         groups: dict[str, list[str]] = {"better": [], "worse": [], "within noise": [], "n < 2": [],
@@ -111,8 +110,7 @@ def depth_gain_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -
     parameter budget? Each method at each depth against itself at the shallowest depth (its first table: tuned
     rates when tuned), by Welch's interval — two depths are two models, so seeds do not pair them."""
     table, shallowest = "tuned", spec.depths[0]
-    digits = 1 if metric.classification else 3
-    unit = "points" if metric.classification else "bits per byte"
+    unit, digits = metric.difference_unit, metric.digits
     by_key = {(c.method, c.depth): c for c in cells if c.table == table}
     gains = {key: welch_interval(cell.test, by_key[(key[0], shallowest)].test)
              for key, cell in by_key.items() if (key[0], shallowest) in by_key}
@@ -164,7 +162,7 @@ def grid_edge_sentence(spec: StudySpec, cells: list[CellResult]) -> str | None:
 
 def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cost: Cost,
                    total_steps: int, pending: int) -> str:
-    digits = 1 if metric.classification else 3
+    digits = metric.digits
     seeds = len(spec.seeds)
     kind = "Shape study at a fixed parameter budget" if spec.shapes else "Depth study"
     lines = [f"# {kind}: {', '.join(spec.methods)} at depths {', '.join(map(str, spec.depths))}", "",
