@@ -31,32 +31,52 @@ def _statuses(out):
     return sorted(p.parent.name for p in (out / "runs").glob("*/study_status.json"))
 
 
-def test_a_tuned_study_writes_chosen_rates_intervals_and_paired_differences(tmp_path):
+def test_a_tuned_study_writes_adjusted_verdicts_per_seed_values_and_the_interaction_table(tmp_path):
+    """The tiny digits study of the statistics procedure: 2 methods, 2 depths, 3 seeds, 2 rates (two tuning seeds
+    each), 8 steps; no shared table and no grid extension to keep it short (the extension has its own test)."""
     out = tmp_path / "study"
-    result = subprocess.run(_study_command(out, methods="prenorm,layerscale", depths="2", seeds=2, lrs="1e-3,3e-3"),
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(_study_command(out, "--bootstrap", "200", "--no-shared-table", "--extend-grid", "0",
+                                           methods="prenorm,layerscale",
+                                           depths="1,2", seeds=3, lrs="1e-3,3e-3"),
+                            capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
-    tuned = {r["method"]: r for r in rows if r["table"] == "tuned"}
+    tuned = {(r["method"], int(r["depth"])): r for r in rows if r["table"] == "tuned"}
     tuning = json.loads((out / "tuning.json").read_text())
+    assert tuning["mode"] == "halving" and tuning["seeds"] == [1000, 1001]
     for cell in tuning["cells"]:
-        scores = cell["rungs"][0]["scores"]
-        best = max(scores, key=lambda lr: scores[lr] if scores[lr] is not None else -1)
-        assert float(tuned[cell["method"]]["lr"]) == cell["chosen_lr"] == float(best)
+        assert float(tuned[(cell["method"], cell["depth"])]["lr"]) == cell["chosen_lr"]
+        per_seed = cell["rungs"][0]["per_seed"]
+        assert all(len(v) == 2 for v in per_seed.values())  # two tuning seeds per rate
     for row in tuned.values():
-        assert float(row["test_ci_low"]) <= float(row["test_mean"]) <= float(row["test_ci_high"])
-        assert row["test_n"] == "2"
-    assert tuned["layerscale"]["diff_mean"] and tuned["layerscale"]["verdict"] in ("better", "worse", "within noise")
+        assert 0.0 <= float(row["test_ci_low"]) <= float(row["test_mean"]) <= float(row["test_ci_high"]) <= 100.0
+        assert row["test_n"] == "3" and len(row["test_per_seed"].split(";")) == 3
+    primary = tuned[("layerscale", 2)]
+    assert primary["family"] == "primary" and primary["adjustment"] == "holm"
+    assert float(primary["p_adj"]) == pytest.approx(float(primary["p_raw"]))  # a family of one
+    assert primary["bootstrap_low"] and float(primary["bootstrap_low"]) <= float(primary["bootstrap_high"])
+    assert tuned[("layerscale", 1)]["family"] == "exploratory" and tuned[("layerscale", 1)]["adjustment"] == "bh"
+    interaction = [r for r in rows if r["table"] == "interaction"]
+    assert [(r["method"], r["depth_from"], r["depth"]) for r in interaction] == [("layerscale", "1", "2")]
+    assert interaction[0]["p_raw"] and interaction[0]["diff_mean"]
     markdown = (out / "results.md").read_text()
-    assert "What the intervals support" in markdown and "± 0.0" not in markdown
-    # the tuning runs never read the test split; every final run read it exactly once
+    for section in ("## Primary comparisons (Holm-adjusted)", "## Depth use", "**Depth-use interaction**",
+                    "## Per-seed values", "## Learning-rate choice", "Benjamini & Hochberg (1995"):
+        assert section in markdown
+    # the tuning runs never read the test split; every final run read it exactly once and kept its outcomes
     for metrics in (out / "runs" / "tune").glob("*/metrics.jsonl"):
         assert '"split": "test"' not in metrics.read_text()
-    for metrics in (out / "runs").glob("*-s[01]/metrics.jsonl"):
+    for metrics in (out / "runs").glob("*-s[012]/metrics.jsonl"):
         assert metrics.read_text().count('"split": "test"') == 1
+        assert (metrics.parent / "test_outcomes.json").is_file()
     assert (out / "report.html").is_file()
-
+    # rebuilt from the folder alone (the design read from study.json), byte for byte
+    before = (out / "results.md").read_bytes(), (out / "results.csv").read_bytes()
+    rebuilt = subprocess.run([sys.executable, "-m", "layerscale", "study", "--out", str(out), "--report-only",
+                              "--no-report"], capture_output=True, text=True, timeout=600)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert ((out / "results.md").read_bytes(), (out / "results.csv").read_bytes()) == before
 
 def test_study_killed_then_resumed_does_not_redo_finished_runs(tmp_path):
     out = tmp_path / "study"

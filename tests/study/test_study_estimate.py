@@ -35,7 +35,7 @@ def test_a_tuning_segment_evaluates_at_its_pause_and_has_no_test():
 
 def _spec(tmp_path, lrs=(1e-3, 3e-3)):
     base = copy.deepcopy(TINY_BASE)
-    return StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), base, lrs=lrs)
+    return StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), base, lrs=lrs, tune_seeds=1, min_budget=0.25)
 
 
 def _status(run_dir, status, step):
@@ -76,7 +76,7 @@ def test_the_command_times_the_cells_and_writes_nothing(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "| prenorm | 1 |" in captured.out and "| layerscale | 1 |" in captured.out
-    assert "remaining tuning: 4 run segment(s)" in captured.out
+    assert "remaining tuning: 8 run segment(s)" in captured.out  # 2 cells x 2 rates x 2 tuning seeds
     assert "remaining final runs: 4–8 run(s)" in captured.out
     assert not out.exists()
 
@@ -97,3 +97,11 @@ def test_zero_jobs_is_refused_not_taken_as_automatic(tmp_path, capsys, flag):
     err = capsys.readouterr().err.strip()
     assert code == 2 and err == "layerscale study: error: --jobs and --threads must be >= 1, got 0 and 1"
     assert not out.exists()
+
+
+def test_grid_tuning_counts_every_rate_of_every_seed_as_tuning(tmp_path):
+    spec = StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), copy.deepcopy(TINY_BASE), lrs=(1e-3, 3e-3),
+                     tuning="grid")
+    text = estimate_text(spec, tmp_path, {cell: COST for cell in spec.cells()}, SHAPE, jobs=2, threads=1)
+    # the rate other than the shared one, 3 seeds, 2 cells: 6 full runs of tuning; the shared rate is the final runs
+    assert "remaining tuning: 6 run segment(s)" in text

@@ -200,7 +200,7 @@ def test_dry_run_lists_the_runs_and_the_submission_and_writes_nothing(tmp_path, 
     captured = capsys.readouterr()
     assert code == 0, captured.err
     text = captured.out
-    assert "tuning rung 0: 4 run(s)" in text and "prenorm-d1-lr0.003-s1000" in text
+    assert "tuning rung 0: 8 run(s)" in text and "seeds [1000, 1001]" in text and "prenorm-d1-lr0.003-s1001" in text
     assert "final runs at the shared rate 0.001: 4 run(s)" in text and "layerscale-d1-lr0.001-s1" in text
     assert "final runs at each cell's tuned rate: up to 4 more" in text and "the rates depend on the tuning" in text
     assert "slurm_partition = gpu" in text and "timeout_min = 240" in text and "gpus_per_node = 2" in text

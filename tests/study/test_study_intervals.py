@@ -3,7 +3,8 @@ import statistics
 
 import pytest
 
-from layerscale.study.intervals import mean_interval, paired_interval, t_quantile, welch_interval
+from layerscale.study.intervals import (mean_interval, p_value, paired_interval, t_quantile, t_sf, welch_interval,
+                                       within_range)
 from layerscale.study.results import verdict
 
 # Student's t 0.975 quantiles from printed tables (e.g. NIST/SEMATECH e-Handbook, Table 1.3.6.7.2).
@@ -39,12 +40,18 @@ def test_one_value_has_no_interval_and_none_has_no_mean():
 
 
 def test_paired_differences_use_only_the_seeds_both_have():
-    method = {0: 90.0, 1: 91.0, 2: 93.0}
-    reference = {0: 88.0, 1: 90.0, 3: 50.0}
+    method = {0: 90.0, 1: 91.0, 2: 93.0, 4: 92.0}
+    reference = {0: 88.0, 1: 90.0, 3: 50.0, 4: 92.5}
     diff = paired_interval(method, reference)
-    assert diff.n == 2 and diff.mean == pytest.approx(1.5)
-    half = t_quantile(0.975, 1) * statistics.stdev([2.0, 1.0]) / math.sqrt(2)
-    assert diff.low == pytest.approx(1.5 - half)
+    assert diff.n == 3 and diff.mean == pytest.approx(2.5 / 3) and diff.values == (2.0, 1.0, -0.5)
+    half = t_quantile(0.975, 2) * statistics.stdev([2.0, 1.0, -0.5]) / math.sqrt(3)
+    assert diff.low == pytest.approx(2.5 / 3 - half)
+
+
+def test_fewer_than_three_values_get_no_interval_but_keep_their_values():
+    two = mean_interval([97.1, 98.5])
+    assert two.low is None and two.high is None and two.values == (97.1, 98.5) and two.n == 2
+    assert verdict(two, True) == "n < 3" and p_value(two) is None
 
 
 def test_welch_interval_matches_the_reference_values():
@@ -71,5 +78,35 @@ def test_welch_degrees_of_freedom_lie_between_the_smaller_cell_and_the_pooled_co
     assert verdict(diff, higher_is_better=True) == "within noise"
     assert welch_interval(a, mean_interval([2.0])).low is None
     assert welch_interval(a, None) is None
-    flat = welch_interval(mean_interval([2.0, 2.0, 2.0]), mean_interval([1.0, 1.0]))
+    flat = welch_interval(mean_interval([2.0, 2.0, 2.0]), mean_interval([1.0, 1.0, 1.0]))
     assert flat.mean == 1.0 and verdict(flat, higher_is_better=True) == "no spread"
+
+
+def test_p_value_is_the_two_sided_t_test_of_the_interval():
+    # by hand: t = mean / (s / sqrt n), df 3
+    values = [1.2, 0.4, 0.9, 1.5]
+    interval = mean_interval(values)
+    t = statistics.fmean(values) / (statistics.stdev(values) / math.sqrt(4))
+    assert p_value(interval) == pytest.approx(2 * t_sf(t, 3), rel=1e-12)
+    assert p_value(interval) == pytest.approx(0.0236632993749, abs=1e-9)  # SciPy ttest_1samp
+    # p < 0.05 exactly when the 95 % interval excludes 0
+    for values in ([0.1, -0.2, 0.3], [1.0, 1.1, 0.9], [0.5, 0.1, 0.3, -0.05]):
+        interval = mean_interval(values)
+        assert (p_value(interval) < 0.05) == interval.excludes(0.0)
+
+
+def test_welch_p_value_uses_the_welch_degrees_of_freedom():
+    a, b = [85.1, 84.2, 86.3, 85.9], [83.0, 84.1, 82.2]
+    diff = welch_interval(mean_interval(a), mean_interval(b))
+    assert diff.df == pytest.approx(4.3789, abs=1e-4)
+    assert p_value(diff) == pytest.approx(2 * t_sf(diff.mean / diff.std, diff.df), rel=1e-12)
+    assert p_value(diff) == pytest.approx(0.0302091854257, abs=1e-9)  # SciPy ttest_ind(equal_var=False)
+
+
+def test_accuracy_intervals_are_truncated_to_the_range_and_marked():
+    near_ceiling = mean_interval([99.9, 98.0, 100.0])
+    assert near_ceiling.high > 100
+    cut = within_range(near_ceiling, 0.0, 100.0)
+    assert cut.high == 100.0 and cut.low == near_ceiling.low and cut.truncated == "high" and cut.mean == near_ceiling.mean
+    assert within_range(mean_interval([50.0, 51.0, 52.0]), 0.0, 100.0).truncated == ""
+    assert within_range(mean_interval([1.0]), 0.0, 100.0).low is None

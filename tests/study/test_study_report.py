@@ -23,9 +23,10 @@ from layerscale.study.markdown_html import markdown_to_html, split_title
 from layerscale.study.report import headline_path, write_study_report
 from layerscale.study.intervals import welch_interval
 from layerscale.study.results import Metric, cell_results, collect_run, verdict
-from layerscale.study.study import StudyPlan
+from layerscale.study.rate_search import TuningOutcome
+from layerscale.study.study import StudyPlan, summarize
 from layerscale.study.summary import study_cost, study_markdown
-from layerscale.study.tuning import RungResult
+from layerscale.study.tuning import RungResult, choose_rate
 from study_helpers import TINY_BASE
 
 pytest.importorskip("matplotlib")
@@ -90,7 +91,7 @@ def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), 
                      shapes=shapes, target=target)
     metric = Metric.for_language_model(language_model)
     plan = StudyPlan(TOTAL_STEPS, metric, "digits: 1437 train / 360 test images (8x8, 10 classes)")
-    rungs, chosen = {}, {}
+    rungs, chosen, choices = {}, {}, {}
     for method, depth in spec.cells():
         if not spec.tuned:
             continue
@@ -104,9 +105,10 @@ def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), 
                 LEVELS[method][0] / 2 - abs(math.log10(lr / 1e-3)) / 10 - 0.01 * depth
             if language_model and math.isfinite(scores[lr]):
                 scores[lr] = -(4.0 - scores[lr])  # minus a loss in nats: larger is better
-        best = max(scores, key=scores.get)
-        rungs[(method, depth)] = [RungResult(0, 15, scores, (best,))]
-        chosen[(method, depth)] = best
+        choice = choose_rate({lr: (v,) for lr, v in scores.items()}, spec.shared_lr, tuple(spec.lrs))
+        rungs[(method, depth)] = [RungResult(0, 15, scores, (choice.lr,), {lr: (v,) for lr, v in scores.items()})]
+        chosen[(method, depth)] = choice.lr
+        choices[(method, depth)] = choice
     finals = spec.final_runs(study_dir, chosen)
     for run in finals:
         if run.run_id in missing:
@@ -116,9 +118,11 @@ def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), 
                    stop=20 if run.run_id in diverged else TOTAL_STEPS)
     tune_runs = [spec.run(study_dir, m, d, lr, spec.tune_seed, "tune") for (m, d) in rungs for lr in spec.lrs]
     results = [collect_run(r, metric, target) for r in [*tune_runs, *finals]]
-    cells = cell_results(spec, results, chosen, params=params)
-    pending = sum(r.kind == "final" and r.status not in ("finished", "diverged") for r in results)
-    markdown = study_markdown(spec, cells, metric, study_cost(spec, results, chosen), TOTAL_STEPS, pending)
+    tuning = TuningOutcome(chosen=chosen or {cell: spec.shared_lr for cell in spec.cells()}, choices=choices,
+                           rates={cell: tuple(spec.lrs) for cell in rungs}, extended={cell: () for cell in rungs},
+                           rungs=rungs)
+    plan = StudyPlan(TOTAL_STEPS, metric, plan.data_description, params or {})
+    cells, _, markdown = summarize(spec, plan, results, finals, tuning)
     return spec, plan, results, cells, rungs, markdown
 
 
@@ -174,7 +178,7 @@ def test_headline_has_bands_for_three_seeds_and_none_for_one(tmp_path):
     for ax in figure.axes[:2]:
         assert not [c for c in ax.collections if isinstance(c, PolyCollection)]
     document = write_study_report(tmp_path / "one", *args).read_text()
-    assert "Every cell has a single finished seed (n = 1): no band is drawn." in document
+    assert "Every cell has fewer than 3 finished seeds: no band is drawn (the tables list each seed)." in document
     assert "(n = 1)" in document  # the table says it too
 
 
@@ -190,7 +194,9 @@ def test_partial_study_renders_and_says_what_is_missing(tmp_path):
     assert "Not finished (pending, 5): " in document
     assert all(run_id in document for run_id in missing)
     assert "No finished run yet (no point): rezero d8" in document
-    assert "One seed only (n = 1, no band): prenorm d4 (tuned), prenorm d4 (shared)." in document
+    # layerscale d8 lost one of its 3 seeds to divergence: 2 seeds get no band either
+    assert ("Fewer than 3 seeds (no band; the tables list each seed): prenorm d4 (tuned), layerscale d8 (tuned), "
+            "prenorm d4 (shared), layerscale d8 (shared).") in document
     assert "Partial results: 5 final run(s) not finished yet." in document  # results.md, rendered
     assert (tmp_path / "accuracy_vs_depth.png").read_bytes()[:8] == PNG_SIGNATURE
 
@@ -211,25 +217,30 @@ def test_a_shape_study_names_its_parameter_budget_in_title_paragraph_figure_and_
     assert plain.startswith("# Depth study:") and "parameter budget" not in plain
 
 
-def test_a_shape_study_compares_each_method_with_itself_at_the_shallowest_depth(tmp_path):
+def test_the_depth_use_section_gives_welch_depth_gains_and_interactions_against_the_reference(tmp_path):
     methods, depths = ("prenorm", "layerscale"), (2, 4, 8)
     shapes = tuple((m, d, 64 // d * 2) for d in depths for m in methods)
     _, _, _, cells, _, markdown = make_study(tmp_path, methods=methods, depths=depths, shapes=shapes)
-    section = markdown.split("## Depth at the same budget: each method against itself at depth 2")[1].split("\n## ")[0]
-    assert "Welch's 95 % t-intervals" in section
+    section = markdown.split("## Depth use")[1].split("\n## ")[0]
+    assert "Welch's 95 % t-interval" in section
+    interaction, gain = section.split("**Depth gain**")
     by_key = {(c.method, c.depth): c for c in cells if c.table == "tuned"}
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in section.splitlines()
-            if line.startswith("| ") and not line.startswith("| method")}
-    for method in methods:
-        assert rows[method][0] == "reference"
-        for column, depth in enumerate(depths[1:], start=1):
-            expected = welch_interval(by_key[(method, depth)].test, by_key[(method, 2)].test)
-            assert rows[method][column].startswith(f"{expected.mean:+.1f} [{expected.low:.1f}, {expected.high:.1f}]")
-            assert rows[method][column].endswith(verdict(expected, higher_is_better=True))
-    assert re.search(r"^- prenorm: ", section, re.M) and re.search(r"^- layerscale: ", section, re.M)
-    plain = make_study(tmp_path / "plain", methods=methods, depths=depths)[-1]
-    assert "## Depth at the same budget" not in plain
 
+    def rows(text):
+        return {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in text.splitlines()
+                if line.startswith("| ") and not line.startswith("| method")}
+    pairs = [(2, 4), (2, 8), (4, 8)]
+    for method in methods:
+        for column, (a, b) in enumerate(pairs):
+            expected = welch_interval(by_key[(method, b)].test, by_key[(method, a)].test)
+            assert rows(gain)[method][column].startswith(f"{expected.mean:+.1f} [{expected.low:.1f}, "
+                                                         f"{expected.high:.1f}]")
+    # the interaction of layerscale: the Welch interval between the two depths' paired differences
+    for column, (a, b) in enumerate(pairs):
+        expected = welch_interval(by_key[("layerscale", b)].diff, by_key[("layerscale", a)].diff)
+        assert rows(interaction)["layerscale"][column].startswith(f"{expected.mean:+.1f}")
+    assert "prenorm" not in rows(interaction)  # the reference has no interaction with itself
+    assert re.search(r"^- layerscale: ", interaction, re.M)
 
 def test_steps_to_target_counts_only_runs_that_have_ended(tmp_path):
     missing = {"rezero-d8-lr0.001-s0", "rezero-d8-lr0.001-s1", "rezero-d8-lr0.001-s2", "prenorm-d4-lr0.001-s2"}
@@ -353,7 +364,7 @@ def test_headline_axis_stays_within_the_metric_range_when_an_interval_reaches_pa
     from layerscale.study.results import CellResult
 
     spec = StudySpec(("prenorm", "layerscale"), (6, 24), (0, 1), TINY_BASE)
-    wide = mean_interval([20.0, 90.0])  # two seeds: t = 12.7, the interval spans about ±445 points
+    wide = mean_interval([0.0, 50.0, 100.0])  # three seeds: t = 4.3, the interval spans about ±124 points
     assert wide.low < 0 and wide.high > 100
     cells = [CellResult("tuned", m, d, 1e-3, 2, 0, wide if m == "prenorm" else mean_interval([60.0, 62.0]), None,
                         None, 0, None, None) for d in spec.depths for m in spec.methods]
@@ -388,27 +399,26 @@ def test_report_only_renders_a_study_whose_tuning_has_not_finished(tmp_path):
     assert (tmp_path / "study" / "report.html").is_file()
 
 
-def test_cells_tuned_to_the_edge_of_the_grid_are_named():
-    from layerscale.study.results import CellResult
+def test_cells_still_at_the_edge_of_the_rates_they_tried_are_named():
     from layerscale.study.summary import grid_edge_sentence
+    from layerscale.study.tuning import RateChoice
 
     spec = StudySpec(("prenorm", "rezero", "dyt"), (2, 4), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=LRS)
-
-    def cell(method, depth, lr, table="tuned"):
-        return CellResult(table, method, depth, lr, 3, 0, None, None, None, 0, None, None)
-
-    cells = [cell("prenorm", 2, 1e-3), cell("rezero", 2, 3e-3), cell("dyt", 4, 3e-4), cell("prenorm", 4, None),
-             cell("rezero", 4, 3e-3, table="shared")]
-    sentence = grid_edge_sentence(spec, cells)
-    assert sentence.endswith("rezero at depth 2 (0.003, the largest), dyt at depth 4 (0.0003, the smallest).")
-    assert "prenorm" not in sentence and "depth 4 (0.003" not in sentence
-    assert grid_edge_sentence(spec, [cell("prenorm", 2, 1e-3)]) is None
+    grid = tuple(LRS)
+    tuning = TuningOutcome(
+        chosen={("prenorm", 2): 1e-3, ("rezero", 2): 3e-3, ("dyt", 4): 3e-4, ("prenorm", 4): 3e-3},
+        choices={("prenorm", 2): RateChoice(1e-3, 1e-3, (1e-3,)), ("rezero", 2): RateChoice(3e-3, 3e-3, (3e-3,)),
+                 ("dyt", 4): RateChoice(3e-4, 3e-4, (3e-4,)),
+                 ("prenorm", 4): RateChoice(3e-3, 1e-2, (3e-3, 1e-2))},  # a tie: no edge claim
+        rates={("prenorm", 2): grid, ("rezero", 2): grid, ("dyt", 4): grid, ("prenorm", 4): (*grid, 1e-2)})
+    sentence = grid_edge_sentence(spec, tuning)
+    assert sentence.endswith("rezero at depth 2 (0.003, the largest tried), dyt at depth 4 (0.0003, the smallest "
+                             "tried).")
+    assert "prenorm" not in sentence
     one_rate = StudySpec(("prenorm",), (2,), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=(1e-3,))
-    assert grid_edge_sentence(one_rate, [cell("prenorm", 2, 1e-3)]) is None
-
+    assert grid_edge_sentence(one_rate, tuning) is None
 
 def test_markdown_of_a_study_with_edge_choices_says_so(tmp_path):
     *_, markdown = make_study(tmp_path, lrs=(1e-4, 1e-3))
-    assert "Chosen at the edge of the learning-rate grid" in markdown
-    tuned_section = markdown.split("## Every method at the shared")[0]
-    assert "Chosen at the edge" in tuned_section
+    section = markdown.split("## Learning-rate choice")[1].split("\n## ")[0]
+    assert "Still at the edge of the rates tried" in section and "- Ties: none." in section

@@ -54,7 +54,8 @@ def test_verdicts_follow_the_metric_direction():
     better_loss = mean_interval([-0.2, -0.3, -0.25])  # bits per byte went down
     assert verdict(better_loss, higher_is_better=False) == "better"
     assert verdict(better_loss, higher_is_better=True) == "worse"
-    assert verdict(mean_interval([1.0]), True) == "n < 2"
+    assert verdict(mean_interval([1.0]), True) == "n < 3"
+    assert verdict(mean_interval([1.0, 2.0]), True) == "n < 3"
 
 
 def test_tables_are_written_with_intervals_and_chosen_rates(tmp_path):
@@ -89,5 +90,5 @@ def test_language_models_are_scored_in_bits_per_byte():
 
 
 def test_a_zero_width_interval_is_no_claim():
-    same = mean_interval([-0.8, -0.8])  # two seeds, the same difference: no estimate of the noise
+    same = mean_interval([-0.8, -0.8, -0.8])  # three seeds, the same difference: no estimate of the noise
     assert same.low == same.high and verdict(same, True) == "no spread"

@@ -3,9 +3,8 @@ import math
 import pytest
 
 from layerscale.study.grid import StudySpec
-from layerscale.study.results import Metric
-from layerscale.study.study import StudyPlan, _tune
-from layerscale.study.tuning import rung_steps, run_score, select
+from layerscale.study.rate_search import tune_study
+from layerscale.study.tuning import choose_rate, extension_rate, rung_steps, run_score, select
 from study_helpers import TINY_BASE, write_fake_run
 
 
@@ -49,10 +48,11 @@ def _fake_pool(accuracy_of):
 
 def test_the_chosen_rate_is_the_one_with_the_best_validation_score(tmp_path):
     best = {"prenorm": 3e-3, "layerscale": 3e-4}
-    spec = StudySpec(("prenorm", "layerscale"), (2,), (0, 1), TINY_BASE, lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2))
+    spec = StudySpec(("prenorm", "layerscale"), (2,), (0, 1), TINY_BASE, lrs=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2),
+                     tune_seeds=1, min_budget=0.25, extend_grid=0)
     pool, calls = _fake_pool(lambda m, lr: 0.9 - abs(math.log10(lr) - math.log10(best[m])) / 10)
-    plan = StudyPlan(total_steps=100, metric=Metric.for_language_model(False), data_description="fake")
-    chosen, rungs, failures = _tune(spec, tmp_path, plan, pool)
+    out = tune_study(spec, tmp_path, 100, True, pool)
+    chosen, rungs, failures = out.chosen, out.rungs, out.failures
     assert chosen == {("prenorm", 2): 3e-3, ("layerscale", 2): 3e-4} and not failures
     # rung 0: all 5 rates of both cells at 25 steps; rung 1: the best 2 of each at 75 steps
     assert [len(c) for c in calls] == [10, 4]
@@ -62,25 +62,112 @@ def test_the_chosen_rate_is_the_one_with_the_best_validation_score(tmp_path):
 
 
 def test_a_diverged_rate_is_never_chosen(tmp_path):
-    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3))
-    plan = StudyPlan(total_steps=100, metric=Metric.for_language_model(False), data_description="fake")
+    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3), tune_seeds=1, extend_grid=0)
 
     def pool(runs, desc):
         for r in runs:
             status = "diverged" if r.lr == 3e-3 else "paused"
             write_fake_run(r.run_dir, [0.99 if r.lr == 3e-3 else 0.5], [1.0], status=status, step=r.stop_at_step)
         return []
-    chosen, _, _ = _tune(spec, tmp_path, plan, pool)
+    chosen = tune_study(spec, tmp_path, 100, True, pool).chosen
     assert chosen == {("prenorm", 2): 1e-3}
 
 
 def test_a_cell_whose_rung_is_unfinished_has_no_tuned_rate_yet(tmp_path):
-    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3))
-    plan = StudyPlan(total_steps=100, metric=Metric.for_language_model(False), data_description="fake")
+    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3), tune_seeds=1, extend_grid=0)
 
     def pool(runs, desc):  # only one of the two rates got to its rung (a study interrupted, rebuilt with --report-only)
         write_fake_run(runs[0].run_dir, [0.9], [1.0], status="paused", step=runs[0].stop_at_step)
         return []
-    chosen, rungs, _ = _tune(spec, tmp_path, plan, pool)
+    out = tune_study(spec, tmp_path, 100, True, pool)
+    chosen, rungs = out.chosen, out.rungs
     assert chosen == {("prenorm", 2): None} and rungs[("prenorm", 2)] == []
     assert spec.final_runs(tmp_path, chosen) and all(r.lr == spec.shared_lr for r in spec.final_runs(tmp_path, chosen))
+
+
+# ------------------------------------------------------------------------------ the sounder rate selection (#25)
+def test_choose_rate_reports_a_tie_and_resolves_it_toward_the_shared_rate():
+    # 3e-3 is ahead by 0.005 on average, but the seed-to-seed differences (0.02, -0.01) make that one standard error
+    choice = choose_rate({1e-3: (0.80, 0.82), 3e-3: (0.78, 0.85)}, shared_lr=1e-3)
+    assert choice.best == 3e-3 and choice.is_tie and choice.tied == (1e-3, 3e-3) and choice.lr == 1e-3
+
+
+def test_choose_rate_a_clear_winner_is_no_tie():
+    choice = choose_rate({1e-3: (0.80, 0.81, 0.80), 3e-3: (0.85, 0.86, 0.85)}, shared_lr=1e-3)
+    assert choice.lr == 3e-3 and not choice.is_tie
+
+
+def test_two_rates_at_chance_are_a_tie_not_an_edge_choice():
+    # every rate scores exactly the same (a model at chance): the shared rate is taken and the tie reported
+    choice = choose_rate({3e-4: (0.1,), 1e-3: (0.1,), 3e-3: (0.1,)}, shared_lr=1e-3, order=(3e-4, 1e-3, 3e-3))
+    assert choice.lr == 1e-3 and choice.tied == (3e-4, 1e-3, 3e-3)
+
+
+def test_choose_rate_all_diverged_takes_the_shared_rate():
+    choice = choose_rate({1e-3: (-math.inf, -math.inf), 3e-3: (-math.inf, -math.inf)}, shared_lr=1e-3)
+    assert choice.lr == 1e-3 and choice.is_tie
+
+
+def test_extension_rate_steps_outward_by_three():
+    assert extension_rate((3e-4, 1e-3, 3e-3), 3e-3) == 9e-3
+    assert extension_rate((3e-4, 1e-3, 3e-3), 3e-4) == 1e-4
+    assert extension_rate((3e-4, 1e-3, 3e-3), 1e-3) is None
+    assert extension_rate((1e-3,), 1e-3) is None
+
+
+def test_halving_scores_the_mean_over_the_tuning_seeds(tmp_path):
+    """Two tuning seeds from half the budget: seed 1001 reverses seed 1000's ranking, and the mean decides."""
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3), extend_grid=0)
+    assert spec.tuning_seeds == (1000, 1001) and spec.min_budget == 0.5
+    table = {(1e-3, 1000): 0.70, (3e-3, 1000): 0.72, (1e-3, 1001): 0.80, (3e-3, 1001): 0.60}
+    calls = []
+
+    def pool(runs, desc):
+        calls.append(sorted((r.lr, r.seed, r.stop_at_step) for r in runs))
+        for r in runs:
+            write_fake_run(r.run_dir, [table[(r.lr, r.seed)]] * (r.stop_at_step // 10), [1.0] * (r.stop_at_step // 10),
+                           status="paused", step=r.stop_at_step)
+        return []
+    out = tune_study(spec, tmp_path, 100, True, pool)
+    assert calls == [[(1e-3, 1000, 50), (1e-3, 1001, 50), (3e-3, 1000, 50), (3e-3, 1001, 50)]]
+    assert out.chosen == {("prenorm", 2): 1e-3}
+    assert out.rungs[("prenorm", 2)][0].per_seed[3e-3] == (0.72, 0.60)
+    assert {r.seed for r in out.tune_runs} == {1000, 1001}
+
+
+def test_an_edge_choice_triggers_an_extension_whose_runs_happen(tmp_path):
+    """The best rate is the largest of the grid: the study adds 3x that rate, trains it, and settles there."""
+    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(3e-4, 1e-3), tune_seeds=1, extend_grid=2)
+    accuracy = {3e-4: 0.5, 1e-3: 0.6, 3e-3: 0.7, 9e-3: 0.65}
+    trained = []
+
+    def pool(runs, desc):
+        for r in runs:
+            trained.append(r.lr)
+            write_fake_run(r.run_dir, [accuracy[r.lr]] * (r.stop_at_step // 10), [1.0] * (r.stop_at_step // 10),
+                           status="paused", step=r.stop_at_step)
+        return []
+    out = tune_study(spec, tmp_path, 100, True, pool)
+    assert trained == [3e-4, 1e-3, 3e-3, 9e-3]  # the grid, then two extensions (3e-3 was again at the edge)
+    assert out.chosen[("prenorm", 2)] == 3e-3
+    assert out.extended[("prenorm", 2)] == (3e-3, 9e-3) and out.rates[("prenorm", 2)] == (3e-4, 1e-3, 3e-3, 9e-3)
+    import json
+    record = json.loads((tmp_path / "tuning.json").read_text())["cells"][0]
+    assert record["extended_with"] == [3e-3, 9e-3] and record["chosen_lr"] == 3e-3
+
+
+def test_grid_mode_chooses_by_full_budget_validation_of_the_final_seeds(tmp_path):
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3), tuning="grid", extend_grid=0)
+    seen = []
+
+    def pool(runs, desc):
+        for r in runs:
+            seen.append((r.kind, r.lr, r.seed, r.stop_at_step))
+            acc = 0.8 + 0.01 * r.seed + (0.05 if r.lr == 1e-3 else 0.0)
+            write_fake_run(r.run_dir, [acc] * 10, [1.0] * 10, status="finished", step=100, test_accuracy=0.5)
+        return []
+    out = tune_study(spec, tmp_path, 100, True, pool)
+    assert sorted(seen) == sorted(("final", lr, s, 0) for lr in (1e-3, 3e-3) for s in (0, 1, 2))
+    assert out.chosen == {("prenorm", 2): 1e-3} and out.tune_runs == []
+    finals = spec.final_runs(tmp_path, out.chosen, every_rate=out.rates)
+    assert {(r.lr, r.seed) for r in finals} == {(lr, s) for lr in (1e-3, 3e-3) for s in (0, 1, 2)}

@@ -55,12 +55,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-delta", type=float, help="early stopping: smallest improvement that counts")
     parser.add_argument("--target", type=float, help="report the steps each run took to reach this validation "
                                                      "accuracy in %% (text: bits per byte)")
-    parser.add_argument("--min-budget", type=float, help="successive halving: share of the budget of the first "
-                                                         "rung (default 0.25)")
+    parser.add_argument("--tuning", choices=("halving", "grid"),
+                        help="how each cell's rate is chosen on the validation split: 'halving' (successive halving "
+                             "with --tune-seeds seeds from --min-budget of the budget; default) or 'grid' (every "
+                             "rate x every reported seed at the full budget, chosen by mean validation score); "
+                             "ties (within one standard error) go to the shared rate")
+    parser.add_argument("--tune-seeds", type=int, help="halving: tuning seeds per rate, scored by their mean "
+                                                       "(default 2)")
+    parser.add_argument("--min-budget", type=float, help="halving: share of the budget of the first rung "
+                                                         "(default 0.5)")
     parser.add_argument("--halving-rate", type=int, help="successive halving: keep the best 1/N at each rung "
                                                          "(default 3)")
-    parser.add_argument("--tune-seed", type=int, help="seed of the tuning runs (default 1000; never a reported "
-                                                      "seed)")
+    parser.add_argument("--tune-seed", type=int, help="first seed of the tuning runs (default 1000; never a "
+                                                      "reported seed)")
+    parser.add_argument("--extend-grid", type=int, metavar="N",
+                        help="a cell whose chosen rate is the smallest or largest it tried gets one more rate "
+                             "outward (/3 or x3), at most N times (default 1; 0: never)")
+    parser.add_argument("--primary", type=_csv_list, metavar="METHOD@DEPTH,...",
+                        help="the primary family, fixed before the runs and Holm-adjusted: METHOD@DEPTH (against "
+                             "the reference at that depth) or METHOD@SHALLOW:DEEP (depth-use interaction); default: "
+                             "every method at the deepest depth. Everything else is Benjamini-Hochberg-adjusted")
+    parser.add_argument("--bootstrap", type=int, metavar="N",
+                        help="add a two-level bootstrap interval (seeds x test examples, N draws) beside the "
+                             "t-interval of each primary comparison (default 0: none)")
     parser.add_argument("--no-shared-table", action="store_true",
                         help="skip the final runs at the shared learning rate (only the tuned table)")
     parser.add_argument("--shapes", type=_int_list, metavar="DEPTH,DEPTH,...",
@@ -124,9 +141,13 @@ def build_spec(args: argparse.Namespace):
     if args.seeds is not None:
         changes["seeds"] = tuple(range(args.seeds))
     for option in ("reference", "validation_fraction", "patience", "min_delta", "target", "min_budget",
-                   "halving_rate", "tune_seed"):
+                   "halving_rate", "tune_seed", "tuning", "tune_seeds", "extend_grid", "bootstrap"):
         if getattr(args, option) is not None:
             changes[option] = getattr(args, option)
+    if args.primary is not None:
+        changes["primary"] = tuple(args.primary)
+    elif any(key in changes for key in ("methods", "depths", "reference")) or args.shapes is not None:
+        changes["primary"] = ()  # the preset's family names its own grid: the default family of this design
     if args.no_shared_table:
         changes["shared_table"] = False
     if args.shapes is not None:
@@ -134,6 +155,37 @@ def build_spec(args: argparse.Namespace):
                        shapes=_shapes(base, changes.get("methods", preset.spec.methods), args.shapes,
                                       args.param_budget, args.reference_shape))
     return replace(preset.spec, **changes)
+
+
+_DESIGN_OPTIONS = ("methods", "depths", "seeds", "lrs", "lr", "validation_fraction", "reference", "patience",
+                   "min_delta", "target", "min_budget", "halving_rate", "tune_seed", "tuning", "tune_seeds",
+                   "extend_grid", "primary", "bootstrap", "shapes", "param_budget", "dataset", "data_path", "epochs",
+                   "steps")
+
+
+def _design_untouched(args: argparse.Namespace) -> bool:
+    """Whether no option of the command line changes the preset's design (``--report-only`` then rebuilds the
+    study as its ``study.json`` records it, whatever preset it was started from)."""
+    return (all(getattr(args, name, None) is None for name in _DESIGN_OPTIONS) and not args.overrides
+            and not args.no_shared_table)
+
+
+def saved_spec(study_dir: Path):
+    """The design a study folder records in ``study.json`` (``ValueError`` naming the file when it has none)."""
+    import json
+
+    from .grid import SPEC_FILE, StudySpec
+
+    path = study_dir / SPEC_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return StudySpec.from_dict(raw)
+    except FileNotFoundError:
+        raise ValueError(f"--report-only: {path} not found; nothing to report (run the study first, or name its "
+                         "folder with --out)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"--report-only: {path} is not a readable study design ({str(exc).splitlines()[0]})") \
+            from None
 
 
 def _shapes(base: dict, methods, depths: list[int], budget: int | None, reference: str):
@@ -162,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
 
     from .study import run_study
 
-    spec = build_spec(args)
     out = Path(args.out or f"runs/study-{args.preset}")
+    spec = saved_spec(out) if args.report_only and _design_untouched(args) else build_spec(args)
     from .executors.cli_args import dry_run, executor_options
 
     executor = executor_options(args, out)

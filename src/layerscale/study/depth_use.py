@@ -15,7 +15,7 @@ from pathlib import Path
 from .grid import RunSpec, StudySpec
 from .intervals import Interval, mean_interval
 from .results import RunResult
-from .summary import format_interval
+from .formatting import format_interval
 
 __all__ = ["EffectiveDepth", "analyze_final_runs", "effective_depth_markdown"]
 

@@ -166,7 +166,7 @@ def _run_shape(trainer, cfg) -> RunShape:
 
 def _known_choices(study_dir: Path) -> dict[tuple[str, int], float]:
     try:
-        from .study import TUNING_FILE
+        from .rate_search import TUNING_FILE
 
         cells = json.loads((study_dir / TUNING_FILE).read_text(encoding="utf-8"))["cells"]
         return {(c["method"], int(c["depth"])): float(c["chosen_lr"]) for c in cells if c.get("chosen_lr")}
@@ -184,17 +184,31 @@ def _tuning_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape)
     """``(run segments, seconds, rung steps)`` of the tuning still to train. Per cell, rung ``i`` continues the
     ``⌈n / η^i⌉`` furthest-trained runs (a rung keeps the best ones, which then ran furthest)."""
     segments, seconds = 0, 0.0
+    if spec.tuned and spec.tuning == "grid":  # every rate's final runs are the tuning (grid extensions not counted)
+        for method, depth in spec.cells():
+            for lr in spec.lrs:
+                if lr == spec.shared_lr and spec.shared_table:
+                    continue  # counted with the final runs at the shared rate
+                for seed in spec.seeds:
+                    done = _trained_steps(spec.run(study_dir, method, depth, lr, seed, "final").run_dir)
+                    left = run_seconds(costs[(method, depth)], shape, min(done, shape.total_steps),
+                                       shape.total_steps, final=True)
+                    segments += left > 0
+                    seconds += left
+        return segments, seconds, [shape.total_steps]
     rungs = rung_steps(shape.total_steps, len(spec.lrs), spec.min_budget, spec.halving_rate) if spec.tuned else []
     for method, depth in spec.cells():
-        size, previous = len(spec.lrs), 0
-        trained = sorted((_trained_steps(spec.run(study_dir, method, depth, lr, spec.tune_seed, "tune").run_dir)
-                          for lr in spec.lrs), reverse=True)
-        for stop in rungs:
-            for done in trained[:size]:
-                left = run_seconds(costs[(method, depth)], shape, max(previous, min(done, stop)), stop, final=False)
-                segments += left > 0
-                seconds += left
-            size, previous = math.ceil(size / spec.halving_rate), stop
+        for seed in spec.tuning_seeds:
+            size, previous = len(spec.lrs), 0
+            trained = sorted((_trained_steps(spec.run(study_dir, method, depth, lr, seed, "tune").run_dir)
+                              for lr in spec.lrs), reverse=True)
+            for stop in rungs:
+                for done in trained[:size]:
+                    left = run_seconds(costs[(method, depth)], shape, max(previous, min(done, stop)), stop,
+                                       final=False)
+                    segments += left > 0
+                    seconds += left
+                size, previous = math.ceil(size / spec.halving_rate), stop
     return segments, seconds, rungs
 
 

@@ -26,11 +26,19 @@ from typing import Any
 
 from ..suggest import did_you_mean
 
-__all__ = ["StudySpec", "RunSpec", "SPEC_FILE", "RUNS_DIR", "TUNE_DIR", "format_lr"]
+__all__ = ["StudySpec", "RunSpec", "SPEC_FILE", "RUNS_DIR", "TUNE_DIR", "TUNING_MODES", "LEGACY_DESIGN", "format_lr"]
 
 SPEC_FILE = "study.json"
 RUNS_DIR = "runs"
 TUNE_DIR = "tune"
+
+
+#: the rate-selection modes (:mod:`layerscale.study.tuning`)
+TUNING_MODES = ("halving", "grid")
+
+#: what a study file written before a design key existed meant by its absence: one tuning seed, no grid extension,
+#: no bootstrap (so an earlier study continues, and rebuilds its tables, exactly as it was run)
+LEGACY_DESIGN = {"tuning": "halving", "tune_seeds": 1, "extend_grid": 0, "bootstrap": 0}
 
 
 def format_lr(lr: float | None) -> str:
@@ -85,7 +93,7 @@ class StudySpec:
     reference: str | None = None
     validation_fraction: float = 0.1
     tune_seed: int = 1000
-    min_budget: float = 0.25
+    min_budget: float = 0.5
     halving_rate: int = 3
     patience: int = 0
     min_delta: float = 0.0
@@ -94,6 +102,17 @@ class StudySpec:
     #: DepthBench-style shape sweep: ``(method, depth, width)`` for every cell, chosen so that every cell has the
     #: same parameter budget (:func:`layerscale.study.shapes.choose_shapes`); empty: every cell at the base width
     shapes: tuple[tuple[str, int, int], ...] = ()
+    #: how a cell's rate is chosen: ``halving`` (successive halving, ``tune_seeds`` seeds from ``min_budget``) or
+    #: ``grid`` (every rate × every reported seed at the full budget, chosen by mean validation score)
+    tuning: str = "halving"
+    tune_seeds: int = 2
+    #: a cell whose choice is at the edge of its rates gets one more rate outward (×3 or ÷3), at most this often
+    extend_grid: int = 1
+    #: the primary family (Holm-adjusted): ``method@depth`` (against the reference at that depth, tuned table) or
+    #: ``method@shallow:deep`` (the depth-use interaction); empty: every method at the deepest depth
+    primary: tuple[str, ...] = ()
+    #: two-level bootstrap draws (seeds × test examples) for the primary family (0: none)
+    bootstrap: int = 0
 
     def __post_init__(self) -> None:
         from ..residual.registry import list_residuals  # here: the CLI builds presets without importing models
@@ -125,9 +144,19 @@ class StudySpec:
         if len(self.lrs) > 1 and self.validation_fraction <= 0:
             raise ValueError("tuning the learning rate (--lrs with more than one value) needs a validation split: "
                              f"--validation-fraction must be > 0, got {self.validation_fraction}")
-        if self.tune_seed in self.seeds:
-            raise ValueError(f"the tuning seed {self.tune_seed} is also a reporting seed; the tuning runs must be "
-                             "separate from the reported ones")
+        if self.tuning not in TUNING_MODES:
+            raise ValueError(f"--tuning must be one of {', '.join(TUNING_MODES)}, got {self.tuning!r}")
+        for name, value, low in (("tune-seeds", self.tune_seeds, 1), ("extend-grid", self.extend_grid, 0),
+                                 ("bootstrap", self.bootstrap, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"--{name} must be an integer >= {low}, got {value!r}")
+        if self.bootstrap > 100_000:
+            raise ValueError(f"--bootstrap must be at most 100000 draws, got {self.bootstrap}")
+        clash = sorted(set(self.tuning_seeds) & set(self.seeds))
+        if self.tuning == "halving" and clash:
+            raise ValueError(f"the tuning seed {clash[0]} is also a reporting seed; the tuning runs must be separate "
+                             "from the reported ones (--tune-seed)")
+        object.__setattr__(self, "primary", self._resolve_primary(tuple(self.primary)))
         if not 0.0 < self.min_budget <= 1.0:
             raise ValueError(f"--min-budget must be in (0, 1], got {self.min_budget}")
         if isinstance(self.halving_rate, bool) or not isinstance(self.halving_rate, int) or self.halving_rate < 2:
@@ -142,7 +171,34 @@ class StudySpec:
                                  f"{', '.join(missing) or 'none'} ({len(self.shapes)} shapes for "
                                  f"{len(self.cells())} cells)")
 
+    def _resolve_primary(self, entries: tuple[str, ...]) -> tuple[str, ...]:
+        """Validate ``primary`` entries; the default family is every method at the deepest depth."""
+        if not entries:
+            return tuple(f"{m}@{max(self.depths)}" for m in self.methods if m != self.reference)
+        for entry in entries:
+            method, _, depths = str(entry).partition("@")
+            parts = depths.split(":")
+            ok = method in self.methods and method != self.reference and 1 <= len(parts) <= 2
+            try:
+                values = [int(p) for p in parts]
+            except ValueError:
+                ok = False
+            else:
+                ok = ok and all(d in self.depths for d in values) and (len(values) == 1 or values[0] < values[1])
+            if not ok:
+                raise ValueError(f"--primary entry {entry!r} must be METHOD@DEPTH or METHOD@SHALLOW:DEEP with a "
+                                 f"studied method other than the reference {self.reference!r} and studied depths "
+                                 f"({', '.join(map(str, self.depths))})")
+        if len(set(entries)) != len(entries):
+            raise ValueError(f"--primary lists an entry twice: {list(entries)}")
+        return entries
+
     # ------------------------------------------------------------------------------------------------ derived
+    @property
+    def tuning_seeds(self) -> tuple[int, ...]:
+        """The seeds of the tuning runs (successive halving): ``tune_seed`` and the next ``tune_seeds − 1``."""
+        return tuple(range(self.tune_seed, self.tune_seed + self.tune_seeds))
+
     @property
     def reference_method(self) -> str:
         return self.reference
@@ -182,13 +238,17 @@ class StudySpec:
         run["out_dir"] = str(folder / spec.run_id)
         return spec
 
-    def final_runs(self, study_dir: Path, chosen: dict[tuple[str, int], float]) -> list[RunSpec]:
+    def final_runs(self, study_dir: Path, chosen: dict[tuple[str, int], float],
+                   every_rate: dict[tuple[str, int], tuple[float, ...]] | None = None) -> list[RunSpec]:
         """Every seed of every cell at its chosen rate and (with ``shared_table``) at the shared rate; a run
-        needed by both tables appears once."""
+        needed by both tables appears once. ``every_rate`` (``tuning: grid``): every rate each cell tried has
+        final runs, which are its tuning."""
         runs: dict[str, RunSpec] = {}
         for method, depth in self.cells():
             tuned = chosen.get((method, depth), self.shared_lr)  # None: tuning not finished (report only)
             rates = [tuned] if tuned is not None else []
+            if every_rate is not None:
+                rates = [*every_rate.get((method, depth), ()), *rates]
             if self.shared_table:
                 rates.append(self.shared_lr)
             for lr in rates:
@@ -204,13 +264,17 @@ class StudySpec:
                 "validation_fraction": self.validation_fraction, "tune_seed": self.tune_seed,
                 "min_budget": self.min_budget, "halving_rate": self.halving_rate, "patience": self.patience,
                 "min_delta": self.min_delta, "target": self.target, "shared_table": self.shared_table,
-                "shapes": [list(row) for row in self.shapes], "base": self.base}
+                "shapes": [list(row) for row in self.shapes], "tuning": self.tuning, "tune_seeds": self.tune_seeds,
+                "extend_grid": self.extend_grid, "primary": list(self.primary), "bootstrap": self.bootstrap,
+                "base": self.base}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
-                "min_delta", "target", "shared_table", "shapes")
-        extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes") else raw[k]) for k in keys if k in raw}
+                "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
+                "bootstrap")
+        raw = {**LEGACY_DESIGN, **raw}
+        extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes", "primary") else raw[k]) for k in keys if k in raw}
         return cls(tuple(raw["methods"]), tuple(raw["depths"]), tuple(raw["seeds"]), raw.get("base", {}), **extra)
 
     def check_compatible(self, study_dir: Path) -> None:
@@ -228,7 +292,7 @@ class StudySpec:
         # A key a study file predates takes its default (a study started by an earlier version continues).
         defaults = StudySpec(self.methods, self.depths, self.seeds, self.base).to_dict()
         saved = {**{k: v for k, v in defaults.items() if k not in ("methods", "depths", "seeds", "base",
-                                                                    "reference")}, **saved}
+                                                                    "reference")}, **LEGACY_DESIGN, **saved}
         current = json.loads(json.dumps(self.to_dict()))
         if saved != current:
             differing = [k for k in current if saved.get(k) != current[k]]

@@ -4,7 +4,19 @@ For ``n`` values with mean ``x̄`` and sample standard deviation ``s`` (divisor 
 ``level`` interval of the mean is ``x̄ ± t_{(1+level)/2, n−1} · s / √n`` (Student 1908; e.g. Wasserman, *All of
 Statistics*, §10). A paired difference (method − reference, run by run with the same seed, hence the same data
 order and split) is the same interval over the per-seed differences. With one value there is no interval
-(``None``): the tables then print "n = 1" rather than a made-up "± 0".
+(``None``): the tables then print "n = 1" rather than a made-up "± 0". With fewer than
+:data:`MIN_VALUES_FOR_INTERVAL` (3) values no t-interval is formed at all (``low = high = None``): with 2 values
+``t_{0.975, 1} = 12.7`` and the interval mostly measures the multiplier; the tables print the values themselves.
+
+A metric with a range (accuracy in [0, 100]) gets its interval truncated to the range (:func:`within_range`):
+truncation cannot exclude the true mean, which lies in the range, so the coverage is the t-interval's own; the
+truncated end is marked (``Interval.truncated``) and the tables print it with a ``†``. (A logit-scale interval
+would also stay inside the range, but it needs a continuity correction when a seed scores 0 % or 100 % and moves
+the centre away from the mean the tables compare.)
+
+Every interval carries its two-sided t-test p-value of "the mean is 0" (:func:`p_value`): ``t = x̄ / SE`` with the
+same degrees of freedom as the interval, ``p = 2 (1 − F_ν(|t|))``; ``p < 1 − level`` exactly when the interval
+excludes 0.
 
 The t quantile is computed here (no SciPy dependency) by bisection on the t distribution's CDF, which is
 ``1 − ½ I_{ν/(ν+t²)}(ν/2, ½)`` for ``t ≥ 0`` with ``I`` the regularised incomplete beta function, evaluated by
@@ -22,9 +34,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["Interval", "mean_interval", "paired_interval", "t_quantile", "welch_interval"]
+__all__ = ["Interval", "MIN_VALUES_FOR_INTERVAL", "mean_interval", "paired_interval", "p_value", "t_quantile",
+           "t_sf", "welch_interval", "within_range"]
+
+#: fewer values than this get no t-interval (their values are printed instead)
+MIN_VALUES_FOR_INTERVAL = 3
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -68,6 +84,11 @@ def _t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+def t_sf(t: float, df: float) -> float:
+    """The upper tail ``P(T > t)`` of Student's t with ``df`` degrees of freedom."""
+    return 1.0 - _t_cdf(t, df)
+
+
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``0.5 < p < 1``, ``df ≥ 1``, not
     necessarily an integer)."""
@@ -91,7 +112,11 @@ def t_quantile(p: float, df: float) -> float:
 
 @dataclass(frozen=True)
 class Interval:
-    """Mean of ``n`` values with its two-sided ``level`` t-interval ``[low, high]`` (``None`` when ``n < 2``)."""
+    """Mean of ``n`` values with its two-sided ``level`` t-interval ``[low, high]`` (``None`` with fewer than
+    :data:`MIN_VALUES_FOR_INTERVAL` values). ``std``: the values' standard deviation (for a Welch difference: the
+    standard error of the difference); ``df``: the t distribution's degrees of freedom (``n − 1`` when ``None``);
+    ``values``: the values themselves, in seed order where they come from seeds; ``truncated``: which end was cut
+    to the metric's range (``"low"``, ``"high"``, ``"both"`` or ``""``)."""
 
     mean: float
     low: float | None
@@ -99,6 +124,16 @@ class Interval:
     n: int
     std: float | None
     level: float = 0.95
+    df: float | None = None
+    values: tuple[float, ...] = ()
+    truncated: str = ""
+
+    @property
+    def standard_error(self) -> float | None:
+        """``s / √n`` of a mean (the stored ``std`` itself for a Welch difference, whose ``df`` is set)."""
+        if self.std is None:
+            return None
+        return self.std if self.df is not None else self.std / math.sqrt(self.n)
 
     @property
     def half_width(self) -> float | None:
@@ -112,15 +147,16 @@ class Interval:
 def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval | None:
     """The mean of ``values`` and its t-interval; ``None`` for no values, no interval (``low = high = None``)
     for one value."""
-    values = [float(v) for v in values]
+    values = tuple(float(v) for v in values)
     if not values:
         return None
     mean = statistics.fmean(values)
-    if len(values) == 1:
-        return Interval(mean, None, None, 1, None, level)
+    if len(values) < MIN_VALUES_FOR_INTERVAL:
+        std = statistics.stdev(values) if len(values) > 1 else None
+        return Interval(mean, None, None, len(values), std, level, values=values)
     std = statistics.stdev(values)
     half = t_quantile((1.0 + level) / 2.0, len(values) - 1) * std / math.sqrt(len(values))
-    return Interval(mean, mean - half, mean + half, len(values), std, level)
+    return Interval(mean, mean - half, mean + half, len(values), std, level, values=values)
 
 
 def paired_interval(values: dict[int, float], reference: dict[int, float], level: float = 0.95) -> Interval | None:
@@ -141,12 +177,33 @@ def welch_interval(first: Interval | None, second: Interval | None, level: float
         return None
     mean = first.mean - second.mean
     n = min(first.n, second.n)
-    if first.std is None or second.std is None:
+    if first.low is None or second.low is None:  # either cell too small for an interval of its own
         return Interval(mean, None, None, n, None, level)
     var1, var2 = first.std ** 2 / first.n, second.std ** 2 / second.n
     se = math.sqrt(var1 + var2)
     if se == 0.0:
-        return Interval(mean, mean, mean, n, 0.0, level)
-    df = (var1 + var2) ** 2 / (var1 ** 2 / (first.n - 1) + var2 ** 2 / (second.n - 1))
-    half = t_quantile((1.0 + level) / 2.0, max(df, 1.0)) * se
-    return Interval(mean, mean - half, mean + half, n, se, level)
+        return Interval(mean, mean, mean, n, 0.0, level, df=float(first.n + second.n - 2))
+    df = max((var1 + var2) ** 2 / (var1 ** 2 / (first.n - 1) + var2 ** 2 / (second.n - 1)), 1.0)
+    half = t_quantile((1.0 + level) / 2.0, df) * se
+    return Interval(mean, mean - half, mean + half, n, se, level, df=df)
+
+
+def p_value(interval: Interval | None) -> float | None:
+    """Two-sided p-value of the t-test that the interval's mean is 0: ``2 · P(T_ν > |x̄| / SE)`` with the
+    interval's own degrees of freedom. ``None`` without an interval or without spread (zero standard error)."""
+    if interval is None or interval.low is None or not interval.std:
+        return None
+    df = interval.df if interval.df is not None else interval.n - 1
+    return min(1.0, 2.0 * t_sf(abs(interval.mean) / interval.standard_error, df))
+
+
+def within_range(interval: Interval | None, low: float, high: float) -> Interval | None:
+    """``interval`` with its ends truncated to the metric's range ``[low, high]``, marked in ``truncated`` (see
+    the module docstring: the coverage is unchanged because the true mean lies in the range)."""
+    if interval is None or interval.low is None:
+        return interval
+    cut_low, cut_high = interval.low < low, interval.high > high
+    if not (cut_low or cut_high):
+        return interval
+    mark = "both" if cut_low and cut_high else ("low" if cut_low else "high")
+    return replace(interval, low=max(interval.low, low), high=min(interval.high, high), truncated=mark)

@@ -149,9 +149,9 @@ def _headline_section(spec: StudySpec, plan: StudyPlan, cells: Sequence[CellResu
         text += (f"{len(past)} interval(s) reach past the metric's possible range (few seeds give wide intervals); "
                  "the axis stops at that range. ")
     if single and len(single) == len(shown):
-        text += "Every cell has a single finished seed (n = 1): no band is drawn. "
+        text += "Every cell has fewer than 3 finished seeds: no band is drawn (the tables list each seed). "
     elif single:
-        text += f"One seed only (n = 1, no band): {_listed(single)}. "
+        text += f"Fewer than 3 seeds (no band; the tables list each seed): {_listed(single)}. "
     if empty:
         text += f"No finished run yet (no point): {_listed(empty)}. "
     untested = [r.run_id for r in results if r.kind == "final" and r.status == "finished" and r.test is None]

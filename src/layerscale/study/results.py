@@ -22,10 +22,13 @@ from pathlib import Path
 from ..atomic_io import write_text_atomic
 from ..train.metrics_log import METRICS_FILE, read_metrics
 from .grid import RunSpec, StudySpec
-from .intervals import Interval, mean_interval, paired_interval
+from .contrasts import Contrast
+from .intervals import Interval, mean_interval, paired_interval, within_range
+from .verdicts import verdict
 from .worker import read_status
 
-__all__ = ["Metric", "RunResult", "CellResult", "collect_run", "cell_results", "write_tables"]
+__all__ = ["Metric", "RunResult", "CellResult", "collect_run", "cell_results", "results_rows", "verdict",
+           "write_tables"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,16 @@ class Metric:
         if value is None:
             return None
         return 100.0 * value if self.classification else value / math.log(2)
+
+    @property
+    def value_range(self) -> tuple[float, float]:
+        """The range of one value: [0, 100] for accuracy in %, [0, ∞) for bits per byte."""
+        return (0.0, 100.0) if self.classification else (0.0, math.inf)
+
+    @property
+    def difference_range(self) -> tuple[float, float]:
+        """The range of a difference of two values: [−100, 100] points, or unbounded bits per byte."""
+        return (-100.0, 100.0) if self.classification else (-math.inf, math.inf)
 
     def reached(self, value: float, target: float) -> bool:
         return value >= target if self.higher_is_better else value <= target
@@ -97,6 +110,11 @@ class CellResult:
     wall_time_s: float | None
     params: int | None = None    # the cell's model's parameter count
     ended: int = 0               # runs that have ended (finished or diverged): steps-to-target counts only these
+    seeds: tuple[int, ...] = ()  # the seeds of test.values (and diff.values), in order
+    family: str = ""             # primary | exploratory (layerscale.study.verdicts); "" for the reference
+    p_raw: float | None = None   # two-sided t-test p-value of diff
+    p_adj: float | None = None   # Holm (primary) or Benjamini–Hochberg (exploratory) adjusted
+    bootstrap: tuple[float, float] | None = None  # two-level bootstrap interval of diff (primary family)
 
 
 def _number(value) -> float | None:
@@ -133,9 +151,11 @@ def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> R
 
 
 def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[str, int], float],
-                 params: dict[tuple[str, int], int] | None = None) -> list[CellResult]:
+                 params: dict[tuple[str, int], int] | None = None, metric: Metric | None = None) -> list[CellResult]:
     """The cells of both tables (``tuned`` first), in the grid's order, from the final runs; ``params``: each
-    cell's parameter count (from the study's plan)."""
+    cell's parameter count (from the study's plan); ``metric``: truncates the intervals to its range (default:
+    accuracy's, as the study's metric is inferred when not given)."""
+    metric = metric or Metric.for_language_model(False)
     finals = {(r.method, r.depth, r.lr, r.seed): r for r in results if r.kind == "final"}
     tables = [("tuned", lambda m, d: chosen.get((m, d), spec.shared_lr))]
     if spec.shared_table:
@@ -150,17 +170,21 @@ def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[s
             reference = {s: finals[(spec.reference_method, depth, ref_lr, s)].test for s in spec.seeds
                          if (spec.reference_method, depth, ref_lr, s) in finals
                          and finals[(spec.reference_method, depth, ref_lr, s)].test is not None}
+            seeds = tuple(s for s in spec.seeds if s in by_seed)
             ended = [r for r in rs if r.status in ("finished", "diverged")]
             reached = [r.steps_to_target for r in ended if r.steps_to_target is not None]
             walls = [r.wall_time_s for r in rs if r.wall_time_s is not None]
             out.append(CellResult(
                 table=table, method=method, depth=depth, lr=lr, runs=len(rs),
-                diverged=sum(r.status == "diverged" for r in rs), test=mean_interval(list(by_seed.values())),
-                diff=None if method == spec.reference_method else paired_interval(by_seed, reference),
+                diverged=sum(r.status == "diverged" for r in rs),
+                test=within_range(mean_interval([by_seed[s] for s in seeds]), *metric.value_range),
+                diff=None if method == spec.reference_method else
+                within_range(paired_interval(by_seed, reference), *metric.difference_range),
                 steps_to_target=mean_interval(reached), reached_target=len(reached),
-                val_best=mean_interval([r.val_best for r in rs if r.val_best is not None]),
+                val_best=within_range(mean_interval([r.val_best for r in rs if r.val_best is not None]),
+                                      *metric.value_range),
                 wall_time_s=sum(walls) / len(walls) if walls else None,
-                params=(params or {}).get((method, depth)), ended=len(ended),
+                params=(params or {}).get((method, depth)), ended=len(ended), seeds=seeds,
             ))
     return out
 
@@ -172,36 +196,56 @@ def _flat_interval(prefix: str, interval: Interval | None) -> dict:
             f"{prefix}_n": interval.n}
 
 
-def verdict(diff: Interval | None, higher_is_better: bool) -> str:
-    """``better`` / ``worse`` when the paired interval excludes 0, ``within noise`` when it includes it, ``n < 2``
-    when there is no interval, and ``no spread`` when every seed gave the same difference (a zero-width interval
-    says nothing about the noise: with few seeds and a discrete metric such as accuracy on a small test split, equal
-    differences happen by chance)."""
-    if diff is None:
+def _per_seed(seeds: tuple[int, ...], interval: Interval | None) -> str:
+    """``0:86.1;1:85.9;2:86.4``: every seed's value, as the interval was computed from them."""
+    if interval is None or len(interval.values) != len(seeds):
         return ""
-    if diff.low is None:
-        return "n < 2"
-    if not diff.std:
-        return "no spread"
-    if not diff.excludes(0.0):
-        return "within noise"
-    return "better" if (diff.mean > 0) == higher_is_better else "worse"
+    return ";".join(f"{s}:{v!r}" for s, v in zip(seeds, interval.values))
 
 
-def results_rows(cells: list[CellResult], metric: Metric) -> list[dict]:
+def results_rows(cells: list[CellResult], metric: Metric, contrasts: list[Contrast] = ()) -> list[dict]:
+    """One row per cell of each table (``tuned``, ``shared``), then one per across-depth contrast (``table``:
+    ``depth_gain`` or ``interaction``, from ``depth_from`` to ``depth``; its value in the ``diff_*`` columns).
+    ``verdict`` is by the adjusted p-value of the row's family; ``verdict_unadjusted`` by its interval alone."""
     rows = []
     for c in cells:
-        row = {"table": c.table, "method": c.method, "depth": c.depth, "params": c.params, "lr": c.lr,
-               "runs": c.runs, "diverged": c.diverged, "metric": metric.name}
+        row = {"table": c.table, "method": c.method, "depth_from": "", "depth": c.depth, "params": c.params,
+               "lr": c.lr, "runs": c.runs, "diverged": c.diverged, "metric": metric.name}
         row.update(_flat_interval("test", c.test))
-        row.update(_flat_interval("diff", c.diff))
-        row["verdict"] = verdict(c.diff, metric.higher_is_better)
+        row["test_truncated"] = c.test.truncated if c.test else ""
+        row["test_per_seed"] = _per_seed(c.seeds, c.test)
+        row.update(_comparison_columns(c.diff, c.family, c.p_raw, c.p_adj, metric))
+        row["diff_per_seed"] = _diff_seeds(c)
+        row["bootstrap_low"], row["bootstrap_high"] = c.bootstrap or ("", "")
         row.update(_flat_interval("steps_to_target", c.steps_to_target))
         row["reached_target"] = c.reached_target
         row.update(_flat_interval("val_best", c.val_best))
         row["wall_time_s_mean"] = c.wall_time_s
         rows.append(row)
+    keys = list(rows[0]) if rows else []
+    for k in contrasts:
+        row = dict.fromkeys(keys, "")
+        row.update({"table": k.kind, "method": k.method, "depth_from": k.depth_from, "depth": k.depth,
+                    "metric": metric.name})
+        row.update(_comparison_columns(k.diff, k.family, k.p_raw, k.p_adj, metric))
+        rows.append(row)
     return rows
+
+
+def _diff_seeds(c: CellResult) -> str:
+    if c.diff is None or not c.diff.values:
+        return ""
+    return ";".join(f"{v!r}" for v in c.diff.values)
+
+
+def _comparison_columns(diff: Interval | None, family: str, p_raw, p_adj, metric: Metric) -> dict:
+    columns = _flat_interval("diff", diff)
+    columns["diff_truncated"] = diff.truncated if diff else ""
+    columns.update(family=family, p_raw="" if p_raw is None else p_raw, p_adj="" if p_adj is None else p_adj,
+                   adjustment={"primary": "holm", "exploratory": "bh"}.get(family, ""),
+                   verdict=verdict(diff, metric.higher_is_better, p_adj),
+                   verdict_unadjusted=verdict(diff, metric.higher_is_better))
+    return columns
 
 
 def _csv(rows: list[dict]) -> str:
@@ -215,12 +259,12 @@ def _csv(rows: list[dict]) -> str:
 
 
 def write_tables(study_dir: Path, results: list[RunResult], cells: list[CellResult], metric: Metric,
-                 markdown: str) -> dict[str, Path]:
+                 markdown: str, contrasts: list[Contrast] = ()) -> dict[str, Path]:
     """Write ``runs.csv`` (one row per run, tuning runs included), ``results.csv`` (one row per cell) and
     ``results.md`` (``markdown``: the tables and the generated summary)."""
     paths = {"runs_csv": study_dir / "runs.csv", "results_csv": study_dir / "results.csv",
              "results_md": study_dir / "results.md"}
     write_text_atomic(paths["runs_csv"], _csv([asdict(r) for r in results]))
-    write_text_atomic(paths["results_csv"], _csv(results_rows(cells, metric)))
+    write_text_atomic(paths["results_csv"], _csv(results_rows(cells, metric, contrasts)))
     write_text_atomic(paths["results_md"], markdown)
     return paths

@@ -22,18 +22,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
-from .executor import RunFailure, is_done, resolve_parallelism
+from .executor import RunFailure, resolve_parallelism
 from .executors import ExecutorOptions, make_pool, resolve_options
 from .grid import SPEC_FILE, StudySpec, format_lr
 from .results import CellResult, Metric, RunResult, cell_results, collect_run, write_tables
 from .summary import study_cost, study_markdown
-from .tuning import RungResult, rung_steps, run_score, select
-from .worker import read_status
+from .verdicts import assign_families
+from .contrasts import Contrast, depth_contrasts
+from .primary_bootstrap import with_bootstrap
+from .rate_search import TUNING_FILE, TuningOutcome, tune_study
+from .tuning import RungResult
 
-__all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study"]
-
-TUNING_FILE = "tuning.json"
-
+__all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study", "summarize"]
 
 @dataclass(frozen=True)
 class StudyPlan:
@@ -56,6 +56,8 @@ class StudySummary:
     markdown: str
     paths: dict[str, Path]
     failures: list[RunFailure] = field(default_factory=list)
+    contrasts: list[Contrast] = field(default_factory=list)
+    tuning: TuningOutcome | None = None
 
 
 def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
@@ -100,47 +102,6 @@ def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
     return StudyPlan(total, Metric.for_language_model(is_language_model(first.model.name)), data.description, params)
 
 
-def _tune(spec: StudySpec, study_dir: Path, plan: StudyPlan, pool) -> tuple[dict, dict, list[RunFailure]]:
-    """Successive halving for every cell at once (rung by rung, so all cells' runs share the process pool)."""
-    chosen = {cell: (spec.lrs[0] if len(spec.lrs) == 1 else spec.shared_lr) for cell in spec.cells()}
-    rungs: dict[tuple[str, int], list[RungResult]] = {cell: [] for cell in spec.cells()}
-    failures: list[RunFailure] = []
-    if not spec.tuned:
-        return chosen, rungs, failures
-    candidates = {cell: tuple(spec.lrs) for cell in spec.cells()}
-    for index, stop in enumerate(rung_steps(plan.total_steps, len(spec.lrs), spec.min_budget, spec.halving_rate)):
-        runs = {(m, d, lr): spec.run(study_dir, m, d, lr, spec.tune_seed, "tune", stop_at_step=stop)
-                for (m, d), lrs in candidates.items() for lr in lrs}
-        failures += pool(list(runs.values()), f"tuning rung {index} (step {stop} of {plan.total_steps})")
-        for cell, lrs in list(candidates.items()):
-            if not all(is_done(runs[(*cell, lr)]) for lr in lrs):  # only with --report-only, or after failures
-                chosen[cell] = None
-                del candidates[cell]
-                continue
-            scores = {}
-            for lr in lrs:
-                run = runs[(*cell, lr)]
-                status = read_status(run.run_dir) or {}
-                scores[lr] = run_score(run.run_dir, stop, plan.metric.higher_is_better,
-                                       diverged=status.get("status") in (None, "diverged"))
-            keep = max(1, -(-len(lrs) // spec.halving_rate))
-            kept = select(scores, tuple(spec.lrs), keep)
-            rungs[cell].append(RungResult(index, stop, scores, kept))
-            candidates[cell] = kept
-            chosen[cell] = select(scores, tuple(spec.lrs), 1)[0]
-        candidates = {cell: lrs for cell, lrs in candidates.items() if len(lrs) > 1}
-        if not candidates:
-            break
-    write_json_atomic(study_dir / TUNING_FILE, {
-        "metric": "validation " + ("accuracy" if plan.metric.higher_is_better else "loss"),
-        "cells": [{"method": m, "depth": d, "chosen_lr": chosen[(m, d)],  # null: tuning not finished
-                   "rungs": [{"rung": r.rung, "step": r.step, "kept": list(r.kept),
-                              "scores": {format_lr(lr): (s if s != float("-inf") else None)
-                                         for lr, s in r.scores.items()}} for r in rungs[(m, d)]]}
-                  for m, d in spec.cells()]})
-    return chosen, rungs, failures
-
-
 def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
     """``spec`` whose runs record diagnostics at least 20 times (γ growth readable in the report): the base's
     ``diagnostics.every`` when it already does, else :func:`diagnostics_every` of the run length. Only the runs'
@@ -153,6 +114,19 @@ def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
     if every == section.get("every"):
         return spec
     return replace(spec, base={**spec.base, "diagnostics": {**section, "every": every}})
+
+
+def summarize(spec: StudySpec, plan: StudyPlan, results: list[RunResult], finals: list, tuning: TuningOutcome):
+    """The cells of both tables (families, adjusted p-values and, for the primary family, bootstrap intervals
+    set), the across-depth contrasts and the Markdown, from the runs as collected."""
+    chosen = tuning.chosen
+    cells = cell_results(spec, results, chosen, plan.params, plan.metric)
+    cells, contrasts = assign_families(spec, cells, depth_contrasts(spec, cells))
+    cells = with_bootstrap(spec, cells, finals, plan.metric, chosen)
+    pending = sum(1 for r in results if r.kind == "final" and r.status not in ("finished", "diverged"))
+    markdown = study_markdown(spec, cells, plan.metric, study_cost(spec, results, chosen), plan.total_steps, pending,
+                              contrasts, tuning)
+    return cells, contrasts, markdown
 
 
 def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None = None,
@@ -180,20 +154,17 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
             return []
         return engine_pool(runs, desc)
 
-    chosen, rungs, failures = _tune(spec, study_dir, plan, pool)
-    finals = spec.final_runs(study_dir, chosen)
+    tuning = tune_study(spec, study_dir, plan.total_steps, plan.metric.higher_is_better, pool)
+    chosen, rungs, failures = tuning.chosen, tuning.rungs, list(tuning.failures)
+    finals = spec.final_runs(study_dir, chosen, every_rate=tuning.rates if spec.tuning == "grid" else None)
     failures += pool(finals, "final runs")
-    tune_runs = [spec.run(study_dir, m, d, lr, spec.tune_seed, "tune") for m, d in spec.cells()
-                 for lr in (spec.lrs if spec.tuned else ())]
-    results = [collect_run(r, plan.metric, spec.target) for r in [*tune_runs, *finals]]
-    cells = cell_results(spec, results, chosen, plan.params)
-    pending = sum(1 for r in results if r.kind == "final" and r.status not in ("finished", "diverged"))
-    markdown = study_markdown(spec, cells, plan.metric, study_cost(spec, results, chosen), plan.total_steps, pending)
+    results = [collect_run(r, plan.metric, spec.target) for r in [*tuning.tune_runs, *finals]]
+    cells, contrasts, markdown = summarize(spec, plan, results, finals, tuning)
     if analyze:
         from .depth_use import analyze_final_runs, effective_depth_markdown
 
         markdown += "\n" + effective_depth_markdown(spec, analyze_final_runs(spec, finals, results, chosen, log=log))
-    paths = write_tables(study_dir, results, cells, plan.metric, markdown)
+    paths = write_tables(study_dir, results, cells, plan.metric, markdown, contrasts)
     if report:
         from .report import write_study_report
 
@@ -201,4 +172,4 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
 
         paths["report"] = write_study_report(study_dir, spec, plan, results, cells, rungs, markdown)
         paths["headline"] = headline_path(study_dir, plan.metric)
-    return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures)
+    return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures, contrasts, tuning)

@@ -1,38 +1,33 @@
 """The study's Markdown: the tables a reader compares, and sentences generated from the intervals alone.
 
-Every number printed is a mean over seeds with its 95 % t-interval, or says ``n = 1``. A sentence calls a method
-better or worse than the reference only when the paired interval of the difference excludes 0; otherwise it says
-"within noise". Nothing here is hand-written about a particular result.
+Every number printed comes with its uncertainty (:mod:`layerscale.study.formatting`): a 95 % t-interval over three
+or more seeds, each seed's value below that. A sentence calls a method better or worse than the reference only when
+the comparison's *adjusted* p-value is below 0.05 — Holm within the study's primary family, Benjamini–Hochberg
+within everything else (:mod:`layerscale.study.verdicts`); otherwise it says "within noise". A sentence about depth
+use cites the interaction table (:mod:`layerscale.study.depth_section`). Nothing here is hand-written about a
+particular result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .contrasts import Contrast
+from .depth_section import depth_use_lines
+from .formatting import TRUNCATION_NOTE, format_interval, format_p, wide_table
 from .grid import StudySpec, format_lr
-from .intervals import Interval, welch_interval
-from .results import CellResult, Metric, RunResult, verdict
+from .results import CellResult, Metric, RunResult
+from .verdicts import PRIMARY, primary_key, verdict
 
-__all__ = ["Cost", "study_cost", "depth_gain_lines", "format_interval", "grid_edge_sentence", "plain_paragraph",
-           "study_markdown", "summary_sentences"]
-
-
-def format_interval(interval: Interval | None, digits: int, signed: bool = False) -> str:
-    """``86.1 [85.2, 87.0]``; ``86.1 (n = 1)`` without an interval; ``—`` without a value."""
-    if interval is None:
-        return "—"
-    sign = "+" if signed else ""
-    mean = f"{interval.mean:{sign}.{digits}f}"
-    if interval.low is None:
-        return f"{mean} (n = 1)"
-    return f"{mean} [{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+__all__ = ["Cost", "study_cost", "format_interval", "grid_edge_sentence", "multiplicity_sentence",
+           "plain_paragraph", "primary_lines", "study_markdown", "summary_sentences"]
 
 
 @dataclass(frozen=True)
 class Cost:
-    """Compute of the study: steps and block-steps (steps × depth, proportional to the work) and training seconds,
-    for the tuning runs, the final runs of the tuned table, and the final runs of the shared table (what an untuned
-    study costs)."""
+    """Compute of the study: block-steps (steps × depth, proportional to the work) and training seconds, for the
+    tuning (tuning runs; under ``tuning: grid`` the final runs at rates neither chosen nor shared), the final runs
+    of the tuned table, and the final runs of the shared table (what an untuned study costs)."""
 
     tuning_block_steps: int
     tuned_final_block_steps: int
@@ -51,36 +46,30 @@ class Cost:
 
 def study_cost(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[str, int], float]) -> Cost:
     tuned_ids = {(m, d, chosen.get((m, d), spec.shared_lr)) for m, d in spec.cells()}
+    finals = [r for r in results if r.kind == "final"]
     tuning = sum(r.steps * r.depth for r in results if r.kind == "tune")
-    tuned = sum(r.steps * r.depth for r in results if r.kind == "final" and (r.method, r.depth, r.lr) in tuned_ids)
-    shared = sum(r.steps * r.depth for r in results if r.kind == "final" and r.lr == spec.shared_lr)
+    tuning += sum(r.steps * r.depth for r in finals
+                  if (r.method, r.depth, r.lr) not in tuned_ids and r.lr != spec.shared_lr)
+    tuned = sum(r.steps * r.depth for r in finals if (r.method, r.depth, r.lr) in tuned_ids)
+    shared = sum(r.steps * r.depth for r in finals if r.lr == spec.shared_lr)
     seconds = sum(r.wall_time_s or 0.0 for r in results)
     return Cost(tuning, tuned, shared, seconds, sum(r.steps > 0 for r in results))
 
 
-def _wide_table(spec: StudySpec, cells: list[CellResult], table: str, cell_text) -> list[str]:
-    lines = ["| method | " + " | ".join(f"depth {d}" for d in spec.depths) + " |",
-             "|---|" + "---:|" * len(spec.depths)]
-    by_key = {(c.method, c.depth): c for c in cells if c.table == table}
-    for method in spec.methods:
-        row = [cell_text(by_key[(method, d)]) if (method, d) in by_key else "—" for d in spec.depths]
-        lines.append(f"| {method} | " + " | ".join(row) + " |")
-    return lines
-
-
 def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, table: str) -> list[str]:
-    """One sentence per depth: which methods differ from the reference beyond noise, and which do not."""
+    """One sentence per depth: which methods differ from the reference beyond noise (adjusted), and which do not."""
     unit, digits = metric.difference_unit, metric.digits
     out = []
     for depth in spec.depths:
-        groups: dict[str, list[str]] = {"better": [], "worse": [], "within noise": [], "n < 2": [],
+        groups: dict[str, list[str]] = {"better": [], "worse": [], "within noise": [], "n < 3": [],
                                         "no spread": [], "": []}
         for c in cells:
             if c.table != table or c.depth != depth or c.method == spec.reference_method:
                 continue
-            kind = verdict(c.diff, metric.higher_is_better)
+            kind = verdict(c.diff, metric.higher_is_better, c.p_adj)
             if kind in ("better", "worse"):
-                groups[kind].append(f"{c.method} ({format_interval(c.diff, digits, signed=True)} {unit})")
+                groups[kind].append(f"{c.method} ({format_interval(c.diff, digits, signed=True)} {unit}, "
+                                    f"{'Holm' if c.family == PRIMARY else 'BH'}-adjusted p {format_p(c.p_adj)})")
             elif c.diff is None:
                 groups[""].append(c.method)
             else:
@@ -91,10 +80,10 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
         if groups["worse"]:
             parts.append("worse than " + spec.reference_method + ": " + ", ".join(groups["worse"]))
         if groups["within noise"]:
-            parts.append("within noise of " + spec.reference_method + " (the 95 % interval of the difference "
-                         "includes 0): " + ", ".join(groups["within noise"]))
-        if groups["n < 2"]:
-            parts.append("one seed only, no claim: " + ", ".join(groups["n < 2"]))
+            parts.append("within noise of " + spec.reference_method + " (adjusted p ≥ 0.05): "
+                         + ", ".join(groups["within noise"]))
+        if groups["n < 3"]:
+            parts.append("fewer than 3 finished seeds, no interval and no claim: " + ", ".join(groups["n < 3"]))
         if groups["no spread"]:
             parts.append("every seed gave the same difference, so the noise cannot be estimated and no claim is "
                          "made: " + ", ".join(groups["no spread"]))
@@ -105,63 +94,110 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
     return out
 
 
-def depth_gain_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> list[str]:
-    """Under a shape sweep, the question DepthBench asks: does a method turn depth into a better model at the same
-    parameter budget? Each method at each depth against itself at the shallowest depth (its first table: tuned
-    rates when tuned), by Welch's interval — two depths are two models, so seeds do not pair them."""
-    table, shallowest = "tuned", spec.depths[0]
-    unit, digits = metric.difference_unit, metric.digits
-    by_key = {(c.method, c.depth): c for c in cells if c.table == table}
-    gains = {key: welch_interval(cell.test, by_key[(key[0], shallowest)].test)
-             for key, cell in by_key.items() if (key[0], shallowest) in by_key}
+def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast]) -> str:
+    """What a 95 % verdict means across this many comparisons, with the study's own counts."""
+    compared = [x for x in (*cells, *contrasts) if x.p_raw is not None]
+    primary = sum(x.family == PRIMARY for x in compared)
+    rest = len(compared) - primary
+    return (f"This study tests {len(compared)} comparisons. At 95 % each one alone calls a difference about 1 time in "
+            f"20 when there is none, so among {len(compared)} equal pairs about {0.05 * len(compared):.1f} would be "
+            f"called by chance. Verdicts are therefore adjusted: the {primary} comparison(s) of the primary family, "
+            f"fixed in the design before the runs, by Holm (1979; the chance of any false verdict among them is at "
+            f"most 5 %), and the other {rest} by Benjamini & Hochberg (1995; at most 5 % of their verdicts "
+            "expected false). Intervals are not adjusted: an interval that excludes 0 with an adjusted p ≥ 0.05 is "
+            "reported as within noise.")
 
-    def cell_text(cell: CellResult) -> str:
-        if cell.depth == shallowest:
-            return "reference"
-        gain = gains.get((cell.method, cell.depth))
-        return format_interval(gain, digits, signed=True) + f" {verdict(gain, metric.higher_is_better)}"
 
-    rate = "its tuned learning rate" if spec.tuned else f"the learning rate {format_lr(spec.shared_lr)}"
-    lines = [f"## Depth at the same budget: each method against itself at depth {shallowest}", "",
-             f"Difference of each method's {metric.name} at {rate} from its own at depth {shallowest} (the "
-             f"shallowest, widest shape). Two depths are two models, so the runs are not paired by seed: the "
-             f"intervals are Welch's 95 % t-intervals of the difference of the two cells' means.", ""]
-    lines += _wide_table(spec, cells, table, cell_text)
-    lines += ["", "What the intervals support:", ""]
-    for method in spec.methods:
-        groups: dict[str, list[str]] = {"better": [], "worse": [], "within noise": []}
-        for depth in spec.depths[1:]:
-            gain = gains.get((method, depth))
-            kind = verdict(gain, metric.higher_is_better)
-            if kind in ("better", "worse"):
-                groups[kind].append(f"{depth} ({format_interval(gain, digits, signed=True)} {unit})")
-            elif kind == "within noise":
-                groups[kind].append(str(depth))
-        parts = [f"{kind} than at depth {shallowest} at depth {', '.join(found)}" if kind != "within noise" else
-                 f"within noise of depth {shallowest} at depth {', '.join(found)}" for kind, found in groups.items()
-                 if found]
-        if parts:
-            lines.append(f"- {method}: " + "; ".join(parts) + ".")
+def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Contrast], metric: Metric) -> list[str]:
+    """The primary family's table: each comparison, its interval (and bootstrap interval), raw and Holm p."""
+    by_key = {("diff", c.method, None, c.depth): c for c in cells if c.table == "tuned"}
+    by_key.update({(k.kind, k.method, k.depth_from, k.depth): k for k in contrasts if k.table == "tuned"})
+    boot = spec.bootstrap > 0
+    lines = ["## Primary comparisons (Holm-adjusted)", "",
+             f"Fixed in the study's design before its runs: {', '.join(spec.primary)} (``METHOD@DEPTH``: against "
+             f"{spec.reference_method} at that depth, tuned table; ``METHOD@A:B``: the depth-use interaction).", "",
+             "| comparison | difference [95 % CI] | " + ("two-level bootstrap 95 % | " if boot else "")
+             + "p | Holm p | verdict |", "|---|---:|" + ("---:|" if boot else "") + "---:|---:|---|"]
+    for entry in spec.primary:
+        item = by_key.get(primary_key(entry))
+        if item is None:
+            continue
+        value = format_interval(item.diff, metric.digits, signed=True)
+        row = f"| {entry} | {value} | "
+        if boot:
+            b = getattr(item, "bootstrap", None)
+            row += (f"[{b[0]:+.{metric.digits}f}, {b[1]:+.{metric.digits}f}] | " if b else "— | ")
+        row += (f"{format_p(item.p_raw)} | {format_p(item.p_adj)} | "
+                f"{verdict(item.diff, metric.higher_is_better, item.p_adj)} |")
+        lines.append(row)
+    if boot:
+        lines += ["", f"The bootstrap column resamples seeds and test examples ({spec.bootstrap} draws; "
+                      "docs/study.md): it adds the test split's own sampling noise, which the t-interval over seeds "
+                      "sees only through the seed-to-seed spread."]
     return lines + [""]
 
 
-def grid_edge_sentence(spec: StudySpec, cells: list[CellResult]) -> str | None:
-    """The tuned cells whose chosen rate is the smallest or the largest of the grid, in one sentence (``None`` when
-    there are none, or with fewer than two rates): there the best rate may lie outside the grid, so the tuned
-    table may understate that method at that depth."""
-    if not spec.tuned or len(spec.lrs) < 2:
+def tuning_lines(spec: StudySpec, tuning, cells: list[CellResult]) -> list[str]:
+    """How the rates were chosen: the mode, the ties, the extensions and the cells still at an edge."""
+    if not spec.tuned or tuning is None:
+        return []
+    how = (f"every rate × the {len(spec.seeds)} reported seeds at the full budget, the rate with the best mean "
+           "validation score" if spec.tuning == "grid" else
+           f"successive halving with {spec.tune_seeds} tuning seed(s) from {spec.min_budget:g} of the budget, the "
+           f"rate with the best mean validation score over the seeds")
+    lines = ["## Learning-rate choice", "",
+             f"Each cell's rate: {how}; rates within one standard error of the best (paired by seed) are a tie, "
+             f"resolved toward the shared rate {format_lr(spec.shared_lr)}. Grid: "
+             f"{', '.join(format_lr(lr) for lr in spec.lrs)}; a cell choosing an edge adds one rate outward (×3 or "
+             f"÷3), at most {spec.extend_grid} time(s). The test split plays no part.", ""]
+    ties = [f"{m} at depth {d} ({', '.join(format_lr(lr) for lr in c.tied)}: {format_lr(c.lr)} taken)"
+            for (m, d), c in tuning.choices.items() if c.is_tie]
+    lines.append("- Ties: " + ("; ".join(ties) if ties else "none") + ".")
+    extended = [f"{m} at depth {d} (added {', '.join(format_lr(lr) for lr in added)}; settled at "
+                f"{format_lr(tuning.chosen[(m, d)])})" for (m, d), added in tuning.extended.items() if added]
+    lines.append("- Extended: " + ("; ".join(extended) if extended else "none") + ".")
+    edge = grid_edge_sentence(spec, tuning)
+    if edge:
+        lines.append("- " + edge)
+    return lines + [""]
+
+
+def grid_edge_sentence(spec: StudySpec, tuning) -> str | None:
+    """The cells whose choice is still the smallest or largest rate they tried (after any extension): there the
+    best rate may lie outside what was tried, so the tuned number may understate the method. ``None``: none."""
+    if not spec.tuned or tuning is None:
         return None
-    low, high = min(spec.lrs), max(spec.lrs)
-    edges = [f"{c.method} at depth {c.depth} ({format_lr(c.lr)}, the {'largest' if c.lr == high else 'smallest'})"
-             for c in cells if c.table == "tuned" and c.lr in (low, high)]
+    edges = []
+    for (m, d), choice in tuning.choices.items():
+        rates = tuning.rates.get((m, d), ())
+        if len(rates) > 1 and choice.lr in (min(rates), max(rates)) and not choice.is_tie:
+            side = "largest" if choice.lr == max(rates) else "smallest"
+            edges.append(f"{m} at depth {d} ({format_lr(choice.lr)}, the {side} tried)")
     if not edges:
         return None
-    return ("Chosen at the edge of the learning-rate grid, where the best rate may lie outside it (the tuned "
-            "number may understate the method there): " + ", ".join(edges) + ".")
+    return ("Still at the edge of the rates tried, where the best rate may lie beyond them (the tuned number may "
+            "understate the method there): " + ", ".join(edges) + ".")
+
+
+def per_seed_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> list[str]:
+    """Every final run's test value, cell by cell (seeds in order): what each interval was computed from."""
+    lines = ["## Per-seed values", "", f"{metric.name} of each seed ({', '.join(map(str, spec.seeds))}), in that "
+             "order; — for a seed with no value (unfinished or diverged).", ""]
+    tables = ["tuned"] + (["shared"] if spec.shared_table and spec.tuned else [])
+    for table in tables:
+        if len(tables) > 1:
+            lines += [f"{'Tuned' if table == 'tuned' else 'Shared'} table:", ""]
+
+        def text(c: CellResult) -> str:
+            values = dict(zip(c.seeds, c.test.values)) if c.test else {}
+            return ", ".join(f"{values[s]:.{metric.digits}f}" if s in values else "—" for s in spec.seeds)
+
+        lines += wide_table(spec, cells, table, text) + [""]
+    return lines
 
 
 def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cost: Cost,
-                   total_steps: int, pending: int) -> str:
+                   total_steps: int, pending: int, contrasts: list[Contrast] = (), tuning=None) -> str:
     digits = metric.digits
     seeds = len(spec.seeds)
     kind = "Shape study at a fixed parameter budget" if spec.shapes else "Depth study"
@@ -170,11 +206,12 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     if pending:
         lines += [f"**Partial results: {pending} final run(s) not finished yet.** Cells show what has finished.", ""]
     lines += [f"Metric: {metric.name} on the test split, read once per run when it ends; mean over {seeds} seed(s) "
-              f"with the 95 % t-interval in brackets (\"n = 1\": one run, no interval; intervals are the t formula's, "
-              f"not clipped to the metric's range). Differences are paired by "
-              f"seed against **{spec.reference_method}** at the same depth. Budget: {total_steps} steps per run"
+              f"with the 95 % t-interval in brackets (fewer than 3 seeds: each seed's value instead). "
+              f"Differences are paired by seed against **{spec.reference_method}** at the same depth. Budget: "
+              f"{total_steps} steps per run"
               + (f", early stopping after {spec.patience} evaluations without improvement" if spec.patience else "")
-              + ".", ""]
+              + ". " + TRUNCATION_NOTE, "", multiplicity_sentence(cells, list(contrasts)), ""]
+    lines += primary_lines(spec, cells, list(contrasts), metric)
     tables = [("tuned", "Each method at its own tuned learning rate")] if spec.tuned else []
     if spec.shared_table or not spec.tuned:
         tables.append(("shared", f"Every method at the shared learning rate {format_lr(spec.shared_lr)}"))
@@ -183,35 +220,36 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     for table, title in tables:
         lines += [f"## {title}", ""]
         with_lr = table == "tuned" and spec.tuned
-        lines += _wide_table(spec, cells, table, lambda c: "tuning not finished" if c.lr is None else
-                             format_interval(c.test, digits) + (f" (lr {format_lr(c.lr)})" if with_lr else "")
-                             + (f", {c.diverged}/{c.runs} diverged" if c.diverged else ""))
-        lines += ["", f"Difference against {spec.reference_method} (paired by seed):", ""]
-        lines += _wide_table(spec, cells, table, lambda c: "reference" if c.method == spec.reference_method else
-                             format_interval(c.diff, digits, signed=True) + f" {verdict(c.diff, metric.higher_is_better)}")
+        lines += wide_table(spec, cells, table, lambda c: "tuning not finished" if c.lr is None else
+                            format_interval(c.test, digits) + (f" (lr {format_lr(c.lr)})" if with_lr else "")
+                            + (f", {c.diverged}/{c.runs} diverged" if c.diverged else ""))
+        lines += ["", f"Difference against {spec.reference_method} (paired by seed; verdict by adjusted p, "
+                      "primary comparisons marked *):", ""]
+        lines += wide_table(spec, cells, table, lambda c: "reference" if c.method == spec.reference_method else
+                            format_interval(c.diff, digits, signed=True)
+                            + f" {verdict(c.diff, metric.higher_is_better, c.p_adj)}"
+                            + ("*" if c.family == PRIMARY else ""))
         lines += ["", "What the intervals support:", ""]
         lines += summary_sentences(spec, cells, metric, table) or ["- No finished cells yet."]
         lines.append("")
-        edge = grid_edge_sentence(spec, cells) if with_lr else None
-        if edge:
-            lines += [edge, ""]
-    if spec.shapes:
-        lines += depth_gain_lines(spec, cells, metric)
+    lines += tuning_lines(spec, tuning, cells)
+    lines += depth_use_lines(spec, list(contrasts), metric)
     if spec.target is not None:
         shown = f"{spec.target:g}{' %' if metric.classification else ' bits per byte'}"
         lines += [f"## Steps to reach {shown} on the validation split", "",
                   "Mean over the seeds that reached it [95 % CI]; (k/n): k of the n runs that have ended "
                   "reached it.", ""]
-        lines += _wide_table(spec, cells, "tuned", lambda c: "no run ended yet" if not c.ended else (
+        lines += wide_table(spec, cells, "tuned", lambda c: "no run ended yet" if not c.ended else (
             (format_interval(c.steps_to_target, 0) if c.steps_to_target else "not reached")
             + f" ({c.reached_target}/{c.ended})"))
         lines.append("")
     if spec.shapes:
         lines += ["## Shapes at a fixed parameter budget", "",
                   "Each cell's width and exact parameter count (counted on the meta device):", ""]
-        lines += _wide_table(spec, cells, "tuned", lambda c: f"width {spec.width(c.method, c.depth)}, "
-                             + (f"{c.params:,} params" if c.params else "—"))
+        lines += wide_table(spec, cells, "tuned", lambda c: f"width {spec.width(c.method, c.depth)}, "
+                            + (f"{c.params:,} params" if c.params else "—"))
         lines.append("")
+    lines += per_seed_lines(spec, cells, metric)
     ratio = cost.tuned_over_untuned
     lines += ["## Compute", "",
               f"{cost.runs} runs, {cost.total_seconds / 3600:.2f} h of training (sum over runs, one thread each). "
@@ -235,31 +273,38 @@ def _budget_clause(spec: StudySpec, cells: list[CellResult]) -> str:
             f"{spread} parameters")
 
 
+def _selection_clause(spec: StudySpec) -> str:
+    grid = ", ".join(format_lr(lr) for lr in spec.lrs)
+    if spec.tuning == "grid":
+        return (f", each at its learning rate chosen from {grid} by the mean validation score of its {len(spec.seeds)} "
+                "seeds at the full budget (ties resolved toward the shared rate)")
+    seeds = f"{spec.tune_seeds} tuning seed{'s' if spec.tune_seeds != 1 else ''}"
+    return (f", each at its learning rate chosen from {grid} on a validation split by successive halving ({seeds} "
+            f"from {spec.min_budget:g} of the budget; ties resolved toward the shared rate)")
+
+
 def plain_paragraph(spec: StudySpec, cells: list[CellResult], metric: Metric) -> str:
     """What the table does and does not show, in plain words, generated from the verdicts and the seed count."""
     table = "tuned"
-    verdicts = [verdict(c.diff, metric.higher_is_better) for c in cells
-                if c.table == table and c.method != spec.reference_method and c.diff is not None]
+    compared = [c for c in cells if c.table == table and c.method != spec.reference_method and c.diff is not None]
+    verdicts = [verdict(c.diff, metric.higher_is_better, c.p_adj) for c in compared]
     seeds = len(spec.seeds)
-    counts = {k: verdicts.count(k) for k in ("better", "worse", "within noise", "n < 2", "no spread")}
-    comparisons = len(verdicts)
+    counts = {k: verdicts.count(k) for k in ("better", "worse", "within noise", "n < 3", "no spread")}
     parts = [f"This study compares {len(spec.methods)} residual methods at depths "
              f"{', '.join(map(str, spec.depths))}" + _budget_clause(spec, cells)
-             + (f", each at the learning rate it did best with on a validation split (chosen from "
-                f"{', '.join(format_lr(lr) for lr in spec.lrs)})" if spec.tuned else
-                f", all at the learning rate {format_lr(spec.shared_lr)}")
+             + (_selection_clause(spec) if spec.tuned else f", all at the learning rate {format_lr(spec.shared_lr)}")
              + f", over {seeds} seed{'s' if seeds != 1 else ''}; the test split was read once per final run."]
     if seeds < 3:
-        parts.append(f"With {seeds} seed{'s' if seeds != 1 else ''} the 95 % intervals are wide"
-                     + (" (Student's t with 1 degree of freedom multiplies the standard error by 12.7)"
-                        if seeds == 2 else "") + ", so only large differences can show; a published comparison "
-                     "needs at least 3 seeds.")
-    if comparisons:
-        parts.append(f"Of {comparisons} comparisons against {spec.reference_method} (one per method and depth), "
-                     f"{counts['better']} {'is' if counts['better'] == 1 else 'are'} better beyond noise, "
-                     f"{counts['worse']} worse beyond noise and {counts['within noise']} within noise"
-                     + (f", {counts['n < 2']} had too few finished seeds for an interval" if counts['n < 2']
-                        else "")
+        parts.append(f"With {seeds} seed{'s' if seeds != 1 else ''} no interval is formed (Student's t with "
+                     f"{max(seeds - 1, 1)} degree of freedom would multiply the standard error by "
+                     f"{12.7 if seeds == 2 else 'infinity'}): the tables show each seed's value and make no claim; a "
+                     "published comparison needs at least 3 seeds.")
+    if compared:
+        parts.append(f"Of {len(compared)} comparisons against {spec.reference_method} in the tuned table (one per "
+                     f"method and depth), {counts['better']} {'is' if counts['better'] == 1 else 'are'} better beyond "
+                     f"noise, {counts['worse']} worse beyond noise and {counts['within noise']} within noise after "
+                     "adjusting for multiple comparisons"
+                     + (f", {counts['n < 3']} had fewer than 3 finished seeds" if counts['n < 3'] else "")
                      + (f", {counts['no spread']} gave the same difference on every seed (no claim)"
                         if counts['no spread'] else "") + ".")
         if counts["within noise"]:

@@ -53,6 +53,7 @@ from .progress import Progress
 from .rng import capture_rng_state, restore_rng_state
 from .samplers import EpochShardSampler, EvalShardSampler
 from .schedule import WarmupCosineSchedule
+from .test_outcomes import example_correct, window_losses, write_test_outcomes
 
 __all__ = ["TrainState", "Trainer"]
 
@@ -354,6 +355,7 @@ class Trainer:
         model.eval()
         sums = torch.zeros(3, dtype=torch.float64, device=self.ctx.device)
         seen, limit = 0, 0 if test else self.config.run.eval_batches
+        per_example = [] if test and self.loss_fn is None and not self.ctx.distributed else None
         for i, (x, y) in enumerate(loader):
             if limit and i >= limit:
                 break
@@ -366,6 +368,9 @@ class Trainer:
             if valid == 0:
                 continue
             loss_sum, correct, n = eval_objective(logits[:valid], y[:valid], self.kind, self.loss_fn)
+            if per_example is not None:
+                per_example.append(window_losses(logits[:valid], y[:valid]) if self.kind == "text"
+                                   else example_correct(logits[:valid], y[:valid]))
             sums[0] += loss_sum.double()
             sums[1] += correct.double()
             sums[2] += n
@@ -385,6 +390,9 @@ class Trainer:
         self._emit(f"{'test' if test else 'eval'}  step {self.state.step}  epoch {self._epoch_progress():g}  "
                    + "  ".join(f"{k} {v:.4f}" for k, v in shown.items()))
         if test:
+            if per_example and self.ctx.is_main:
+                write_test_outcomes(self.run_dir, "loss" if self.kind == "text" else "correct",
+                                    torch.cat(per_example))
             self.state.test_eval = {"step": self.state.step, **record}
             return record
         self.state.last_eval = {"step": self.state.step, **record}

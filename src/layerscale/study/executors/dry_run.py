@@ -62,11 +62,21 @@ def describe_plan(spec: StudySpec, study_dir: Path, total_steps: int, data_descr
              f"data: {data_description}; {total_steps} steps per run at the full budget"]
     listed = []
     rungs = rung_steps(total_steps, len(spec.lrs), spec.min_budget, spec.halving_rate) if spec.tuned else []
-    if rungs:
-        tune = [spec.run(study_dir, m, d, lr, spec.tune_seed, "tune", stop_at_step=rungs[0])
-                for m, d in spec.cells() for lr in spec.lrs]
-        lines.append(f"tuning rung 0: {len(tune)} run(s) (every rate of every cell, seed {spec.tune_seed}) to step "
-                     f"{rungs[0]} of {total_steps}")
+    if spec.tuned and spec.tuning == "grid":
+        finals = spec.final_runs(study_dir, {cell: spec.shared_lr for cell in spec.cells()},
+                                 every_rate={cell: tuple(spec.lrs) for cell in spec.cells()})
+        lines.append(f"rate grid: every rate of every cell x seeds {list(spec.seeds)} at the full budget: "
+                     f"{len(finals)} run(s) (the cell's rate is chosen by their validation scores)")
+        lines += [f"  final  {r.run_id:<36} {'done' if is_done(r) else 'to run'}  {r.run_dir}" for r in finals]
+        if spec.extend_grid:
+            lines.append(f"a cell that chooses an edge rate adds one more rate outward (at most {spec.extend_grid} "
+                         "time(s)): which cells depends on the scores")
+        rungs = [total_steps]
+    elif rungs:
+        tune = [spec.run(study_dir, m, d, lr, seed, "tune", stop_at_step=rungs[0])
+                for m, d in spec.cells() for lr in spec.lrs for seed in spec.tuning_seeds]
+        lines.append(f"tuning rung 0: {len(tune)} run(s) (every rate of every cell, seeds "
+                     f"{list(spec.tuning_seeds)}) to step {rungs[0]} of {total_steps}")
         listed += tune
         lines += [f"  tune   {r.run_id:<36} {'done' if is_done(r) else 'to run'}  {r.run_dir}" for r in tune]
         if len(rungs) > 1:

@@ -1,0 +1,75 @@
+"""Which comparisons a study may call, and at what error rate: the primary family (Holm) and the rest (BH).
+
+A study's **primary family** is fixed in its design (``StudySpec.primary``; default: every method against the
+reference at the deepest depth, tuned table): a few comparisons chosen before the runs, adjusted by Holm so that
+the chance of any false verdict among them is at most 5 %. **Everything else** — every other method-against-
+reference cell of both tables, every depth gain and every depth-use interaction — is one exploratory family
+adjusted by Benjamini–Hochberg (at most 5 % of its "better" / "worse" verdicts expected false). Raw p-values are the
+two-sided t-tests of the intervals shown (:func:`layerscale.study.intervals.p_value`); the intervals themselves are
+not adjusted, so an interval can exclude 0 while the adjusted verdict says "within noise".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .contrasts import INTERACTION, Contrast
+from .intervals import Interval, p_value
+from .multiplicity import adjust
+
+__all__ = ["ALPHA", "PRIMARY", "EXPLORATORY", "assign_families", "verdict", "primary_key"]
+
+ALPHA = 0.05
+PRIMARY, EXPLORATORY = "primary", "exploratory"
+
+
+def primary_key(entry: str) -> tuple[str, str, int | None, int]:
+    """``(kind, method, depth_from, depth)`` of a ``--primary`` entry: ``m@d`` is the cell comparison ``diff``,
+    ``m@a:b`` the interaction."""
+    method, _, depths = entry.partition("@")
+    parts = [int(p) for p in depths.split(":")]
+    return ("diff", method, None, parts[0]) if len(parts) == 1 else (INTERACTION, method, parts[0], parts[1])
+
+
+def verdict(diff: Interval | None, higher_is_better: bool, p_adj: float | None = None) -> str:
+    """``better`` / ``worse`` when the difference is beyond noise — by its adjusted p-value when it has one (below
+    :data:`ALPHA`), else by its interval excluding 0 — ``within noise`` otherwise; ``n < 3`` without an interval
+    (fewer than 3 seeds); ``no spread`` when every seed gave the same difference (a zero-width interval says
+    nothing about the noise); ``""`` without a value."""
+    if diff is None:
+        return ""
+    if diff.low is None:
+        return "n < 3"
+    if not diff.std:
+        return "no spread"
+    beyond = p_adj < ALPHA if p_adj is not None else diff.excludes(0.0)
+    if not beyond:
+        return "within noise"
+    return "better" if (diff.mean > 0) == higher_is_better else "worse"
+
+
+def assign_families(spec, cells: list, contrasts: list[Contrast]) -> tuple[list, list[Contrast]]:
+    """``cells`` and ``contrasts`` with ``family``, ``p_raw`` and ``p_adj`` set (Holm within the primary family,
+    BH within the rest). The reference's own cells carry no comparison."""
+    primary = {primary_key(e) for e in spec.primary}
+    items: list[tuple[str, object]] = []  # (family, item)
+    for c in cells:
+        if c.method == spec.reference_method:
+            continue
+        key = ("diff", c.method, None, c.depth)
+        items.append((PRIMARY if c.table == "tuned" and key in primary else EXPLORATORY, c))
+    for k in contrasts:
+        key = (k.kind, k.method, k.depth_from, k.depth)
+        items.append((PRIMARY if k.table == "tuned" and key in primary else EXPLORATORY, k))
+    raw = {id(item): p_value(item.diff) for _, item in items}
+    adjusted = {}
+    for family, method in ((PRIMARY, "holm"), (EXPLORATORY, "bh")):
+        members = [item for fam, item in items if fam == family]
+        for item, p in zip(members, adjust([raw[id(i)] for i in members], method)):
+            adjusted[id(item)] = (family, p)
+    def update(item):
+        if id(item) not in adjusted:
+            return item
+        family, p = adjusted[id(item)]
+        return replace(item, family=family, p_raw=raw[id(item)], p_adj=p)
+    return [update(c) for c in cells], [update(k) for k in contrasts]
