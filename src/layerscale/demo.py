@@ -1,7 +1,9 @@
 """``layerscale demo``: the first thing to run. A small depth study on scikit-learn's bundled digits (offline):
 Pre-LN, LayerScale and ReZero ViTs at a shallow and a deep depth, each tuned over two learning rates on a validation
-split and also run at one shared rate, two seeds. It prints the tables with 95 % intervals and a paragraph generated
-from them saying what they do and do not show, then where the report is. It is the ``demo`` preset of
+split (two tuning seeds from half the budget) and also run at one shared rate, two seeds. With two seeds it prints
+each seed's value rather than an interval, and a paragraph generated from the tables saying what they do and do
+not show, then where the report is, and last the committed full studies' primary verdicts (read from
+``docs/results`` at run time and labelled as such). It is the ``demo`` preset of
 ``layerscale study`` (its design is fixed in ``layerscale.study.presets``, chosen before its result was seen);
 re-running it continues (or re-reports) the same study directory."""
 
@@ -32,4 +34,10 @@ def run(args: argparse.Namespace) -> int:
     print(summary.markdown)
     print(f"finished in {time.perf_counter() - start:.0f} s. Report: {summary.paths.get('report')}  "
           f"(tables: {summary.paths['results_md']})")
+    from .study.committed import primary_verdict_lines
+
+    print("\nWhat the committed full studies found (their primary families, Holm-adjusted; read now from "
+          "docs/results, not from this run):")
+    for line in primary_verdict_lines():
+        print(line)
     return 4 if summary.failures else 0

@@ -36,7 +36,10 @@ PRESETS: dict[str, Preset] = {
         "on 2 cores",
         StudySpec(
             methods=("prenorm", "layerscale", "rezero"), depths=(6, 24), seeds=(0, 1), lrs=(1e-3, 3e-3),
-            validation_fraction=0.15, target=80.0,
+            validation_fraction=0.15, target=80.0, tuning="halving", tune_seeds=2, min_budget=0.5,
+            # with two rates every choice is an edge: an extension would run for nearly every cell and break the
+            # demo's time budget; the full studies extend (their designs say so)
+            extend_grid=0,
             base={"model": _vit(patch_size=4, embed_dim=64, num_heads=4),
                   "data": {"name": "digits", "batch_size": 64, "eval_batch_size": 512, "augment": False},
                   "optim": {"epochs": 8, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 10, "weight_decay": 0.05},
