@@ -93,19 +93,22 @@ def gamma_scores(model: nn.Module, batches: Iterable[torch.Tensor]) -> list[floa
     return scores
 
 
-def block_scores(model: nn.Module, batches: Sequence[Any], by: str, *, device: str = "cpu") -> list[float]:
-    """One score per block of the main stack under criterion ``by`` (lower: more removable). ``batches`` are
-    ``(inputs, targets)`` pairs (``gamma`` reads only the inputs)."""
+def block_scores(model: nn.Module, data: Any, by: str, *, device: str = "cpu", batch_size: int = 250) -> list[float]:
+    """One score per block of the main stack under criterion ``by`` (lower: more removable) on ``data``, an
+    :class:`~layerscale.analysis.evaluation.EvalSet` (``gamma`` reads only its inputs). The model must be on
+    ``device``."""
     if by not in PRUNE_CRITERIA:
         raise ValueError(f"unknown pruning criterion {by!r}; allowed: {', '.join(PRUNE_CRITERIA)}")
     if by == "gamma":
-        return gamma_scores(model, (inputs.to(device) for inputs, _ in batches))
+        return gamma_scores(model, (inputs.to(device) for inputs, _ in data.batches(batch_size)))
     try:
         ranking = importlib.import_module("layerscale.analysis.block_ranking")
     except ModuleNotFoundError:
         raise ValueError(f"criterion {by!r} needs layerscale.analysis.block_ranking, which this installation "
                          f"lacks; use --by gamma or --blocks i,j") from None
-    return [float(s) for s in ranking.rank_blocks(model, batches, by, device=device)]
+    scores = ranking.rank_blocks(model, (data.inputs, data.targets), by, device=device, batch_size=batch_size,
+                                 max_examples=None)
+    return [float(s) for s in scores]
 
 
 def blocks_to_remove(scores: Sequence[float], n: int) -> list[int]:
