@@ -118,6 +118,9 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
                 with torch.no_grad():
                     for scale in family.branch_scales(fresh):
                         scale.fill_(gamma)
+                for module in fresh.modules():  # the initial γ the diagnostics compare against
+                    if isinstance(getattr(module, "init_value", None), float):
+                        module.init_value = gamma
                 new.append(len(blocks))
                 blocks.append(fresh)
                 origin.append(index)

@@ -41,6 +41,6 @@ def finish_write(model: nn.Module, source: SourceModel, dest: Path, surgery: dic
     how = write_model_folder(model, source.library, dest, surgery=surgery, extra_files=extra)
     lines = [f"wrote {dest}; load it with {how[0]}", *how[1:]]
     if extra:
-        lines.append(f"train it: layerscale train --config {dest / TRAIN_CONFIG_NAME} --out RUN_DIR "
-                     f"[--set optim.trainable=new_blocks]")
+        only_new = " [--set optim.trainable=new_blocks]" if surgery.get("operation") == "grow" else ""
+        lines.append(f"train it: layerscale train --config {dest / TRAIN_CONFIG_NAME} --out RUN_DIR{only_new}")
     return lines
