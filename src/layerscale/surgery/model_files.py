@@ -24,6 +24,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,7 +91,22 @@ def _transformers(folder: Path) -> nn.Module:
                           f"pip install 'torch-layerscale[hf]'") from None
     from ..integrations.hf_causal_lm import from_pretrained_with_layerscale
 
-    return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
+    with _quiet_transformers():
+        return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No progress bars from transformers while reading or writing (the commands print one summary)."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
 
 
 def read_source_model(source: str | os.PathLike, config: str | os.PathLike | None = None) -> SourceModel:
@@ -149,7 +166,8 @@ def _write_timm(model: nn.Module, folder: Path, extra: dict[str, Any]) -> list[s
 
 
 def _write_transformers(model: nn.Module, folder: Path) -> list[str]:
-    model.save_pretrained(folder)
+    with _quiet_transformers():
+        model.save_pretrained(folder)
     scaled = any(name.endswith(".layer_scale") for name, _ in model.named_parameters())
     if scaled:
         return ["layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale(AutoModelForCausalLM, DEST) "
