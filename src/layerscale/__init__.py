@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     )
     from .models import GPT, CaiT, VisionTransformer, create_model, list_models
     from .residual import get_residual, list_residuals
-    from .surgery import add_layerscale, fold_layerscale
+    from .surgery import add_layerscale, fold_layerscale, grow, prune
     from .train.param_groups import param_groups
     from .integrations.timm_registry import register_timm
 
@@ -30,7 +30,7 @@ _LAZY_EXPORTS: dict[str, str] = {
     **dict.fromkeys(("CaiT", "GPT", "VisionTransformer", "create_model", "list_models"), ".models"),
     **dict.fromkeys(("convert_state_dict", "export_state_dict", "load_pretrained_into"), ".interop"),
     **dict.fromkeys(("get_residual", "list_residuals"), ".residual"),
-    **dict.fromkeys(("add_layerscale", "fold_layerscale"), ".surgery"),
+    **dict.fromkeys(("add_layerscale", "fold_layerscale", "grow", "prune"), ".surgery"),
     "param_groups": ".train.param_groups",
     "register_timm": ".integrations.timm_registry",
 }
@@ -60,5 +60,5 @@ __all__ = [
     "VisionTransformer", "create_model", "get_residual", "init_value_for_depth", "list_models", "list_residuals",
     "param_groups", "__version__",
     "add_layerscale", "convert_state_dict", "export_state_dict", "fold_layerscale", "load_pretrained_into",
-    "register_timm",
+    "register_timm", "grow", "prune",
 ]

@@ -14,6 +14,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("layerscale.train.cli", "train from a YAML/JSON config or resume a run (checkpoints, torchrun DDP / FSDP)"),
     "convert": ("layerscale.interop.cli", "convert checkpoints: timm, official CaiT / DeiT III, HF DINOv2 <-> ours"),
     "fold": ("layerscale.surgery.cli", "fold a checkpoint's LayerScale into its linear layers for deployment"),
+    "grow": ("layerscale.surgery.grow_cli", "grow a model deeper: insert blocks gated by LayerScale at γ=G (0: same function)"),
+    "prune": ("layerscale.surgery.prune_cli", "prune a model's blocks chosen by a criterion, optionally heal it, write it shallower"),
     "study": ("layerscale.study.cli", "methods x depths x seeds, each method at its own tuned learning rate: "
                                       "tables with confidence intervals and a report"),
     "report": ("layerscale.diagnostics.cli", "HTML report with figures of runs: curves, LayerScale, per-layer signal"),

@@ -24,18 +24,28 @@ __all__ = ["LossTotals", "ablate_each_block", "exit_after_each_block"]
 
 
 class LossTotals:
-    """Sums of per-example loss and accuracy for ``n`` model variants (mean = sum / number of examples)."""
+    """Per-example loss and accuracy for ``n`` model variants, batch after batch (the bootstrap resamples the
+    examples, so every example's value is kept: ``n · examples`` float64 values)."""
 
     def __init__(self, n: int) -> None:
-        self.loss = torch.zeros(n, dtype=torch.float64)
-        self.accuracy = torch.zeros(n, dtype=torch.float64)
+        self._loss: list[list[torch.Tensor]] = [[] for _ in range(n)]
+        self._accuracy: list[list[torch.Tensor]] = [[] for _ in range(n)]
 
     def add(self, index: int, loss: torch.Tensor, accuracy: torch.Tensor) -> None:
-        self.loss[index] += loss.sum().cpu()
-        self.accuracy[index] += accuracy.sum().cpu()
+        self._loss[index].append(loss.detach().double().cpu())
+        self._accuracy[index].append(accuracy.detach().double().cpu())
 
-    def means(self, count: int) -> tuple[list[float], list[float]]:
-        return (self.loss / count).tolist(), (self.accuracy / count).tolist()
+    def per_example(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, accuracy)``, each ``(examples, n)``: column ``i`` holds variant ``i``'s values."""
+        return (torch.stack([torch.cat(chunks) for chunks in self._loss], dim=1),
+                torch.stack([torch.cat(chunks) for chunks in self._accuracy], dim=1))
+
+    def means(self, count: int | None = None) -> tuple[list[float], list[float]]:
+        """Mean loss and accuracy of each variant over the examples added (``count``, when given, must match)."""
+        loss, accuracy = self.per_example()
+        if count is not None and loss.shape[0] != count:
+            raise ValueError(f"{loss.shape[0]} examples were added, expected {count}")
+        return loss.mean(dim=0).tolist(), accuracy.mean(dim=0).tolist()
 
 
 def ablate_each_block(stack: BlockStack, inputs: torch.Tensor, targets: torch.Tensor, captured: CapturedBatch,

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from .block_ranking import has_class_token
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
 from .cka import cka_matrix
 from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss, task_of
@@ -32,14 +33,6 @@ def _check_fraction(name: str, value: float, low: float = 0.0, high: float = 1.0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
     return float(value)
-
-
-def _has_class_token(model: nn.Module, stack: BlockStack) -> bool:
-    """Whether the stream's first token is a class token: a ``cls_token`` parameter, and no class-attention stage
-    (CaiT adds its class token only after the main stack)."""
-    if stack.head_blocks:
-        return False
-    return any(name.split(".")[-1] == "cls_token" and p is not None for name, p in model.named_parameters())
 
 
 class _Progress:
@@ -101,7 +94,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         first = next(iter(model.parameters()), None)
         device = first.device if first is not None else torch.device("cpu")
     name, depth, n = stack.model_name, stack.depth, len(evalset)
-    class_token = _has_class_token(model, stack)
+    class_token = has_class_token(model, stack)
     poolings = ("cls", "mean") if class_token else ("mean",)
     batches = -(-n // batch_size)
     was_training = model.training

@@ -189,10 +189,18 @@ class BlockStack:
     def run_ablated(self, inputs: torch.Tensor, captured: CapturedBatch, index: int) -> Any:
         """The model's output with block ``index`` (0-based) replaced by the identity; the blocks before it
         replay their cached outputs, the blocks after it run."""
+        return self.run_removed(inputs, captured, index, index + 1)
+
+    def run_removed(self, inputs: torch.Tensor, captured: CapturedBatch, start: int, stop: int) -> Any:
+        """The model's output with the contiguous blocks ``start … stop − 1`` (0-based) replaced by identities
+        (``x_stop = x_start``): the blocks before ``start`` replay their cached outputs, the blocks from ``stop``
+        on run, ``L − stop`` block evaluations in all."""
+        if not 0 <= start < stop <= self.depth:
+            raise ValueError(f"blocks {start}..{stop - 1} are not a span of the {self.depth} blocks")
         replacements: dict[int, Callable[..., Any]] = {
-            i: (lambda *a, _out=captured.outputs[i], **k: _out) for i in range(index)}
-        template = captured.outputs[index]
-        replacements[index] = lambda *a, **k: _with_stream(template, _stream_argument(a, k))
+            i: (lambda *a, _out=captured.outputs[i], **k: _out) for i in range(start)}
+        for i in range(start, stop):
+            replacements[i] = lambda *a, _t=captured.outputs[i], **k: _with_stream(_t, _stream_argument(a, k))
         with self._replaced(replacements):
             return self.call(inputs)
 

@@ -100,11 +100,18 @@ class OptimConfig:
     label_smoothing: float = _key(0.0, "label smoothing of the training loss (evaluation never smooths)",
                                   low=0.0, high=1.0, high_open=True)
     grad_clip: float = _key(1.0, "clip the global gradient L2 norm to this (0: no clipping)", low=0.0)
+    trainable: str = _key("all", "new_blocks: train only the blocks that layerscale grow inserted (recorded in the "
+                                 "model folder of run.init_from), everything else frozen (LLaMA Pro)",
+                          choices=("all", "new_blocks"))
 
 
 @dataclass(frozen=True)
 class RunConfig:
     out_dir: str | None = _key(None, "run directory (default: runs/<model>-<dataset>-<time>); --out overrides")
+    init_from: str | None = _key(None, "start from these weights instead of a random init: a model folder "
+                                       "written by layerscale grow / prune or save_pretrained, a run or "
+                                       "checkpoint directory, or a weights file; the model section must build "
+                                       "the same architecture")
     seed: int = _key(0, "seed of model init, data order (seed + epoch) and augmentation (seed + rank)", low=0)
     device: str = _key("auto", "auto: cuda when available, else cpu", choices=("auto", "cpu", "cuda"))
     precision: str = _key("fp32", "bf16: autocast the forward to bfloat16; auto: bf16 where it measured faster "

@@ -47,6 +47,7 @@ from .config import TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
 from .data_setup import TrainData, load_train_data
 from .finite_check import check_resume_finite
+from .initial_weights import freeze_for_config, load_initial_weights
 from .distributed import (
     DistContext,
     barrier,
@@ -227,6 +228,8 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
             model = create_model(cfg.model.name, **model_args)
         except TypeError as exc:  # a value of the wrong type for an argument whose default is None
             raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None
+        if cfg.run.init_from is not None:  # on resume the checkpoint's weights then replace these
+            load_initial_weights(model, cfg.run.init_from)
         saved = None
         if checkpoint is not None:
             weights, train_state = load_checkpoint(checkpoint)
@@ -254,6 +257,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
     it is finite), create or update the run folder only once every rank passed every check, train, and write
     ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
+    freeze_for_config(model, cfg.optim.trainable)  # before wrapping: DDP registers only trainable parameters
     model.to(ctx.device)
     planned_steps = planned_total_steps(cfg.optim, steps_per_epoch(len(data.train), cfg.data.batch_size,
                                                                   ctx.world_size))

@@ -1,0 +1,90 @@
+"""Hugging Face causal LMs with GPT-2 or Llama-family decoder layers (:mod:`layerscale.surgery.hf_decoder_layers`):
+the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``).
+
+The depth lives in the config (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``), which
+``save_pretrained`` writes, so plain ``from_pretrained`` builds the new depth; a per-layer ``layer_types`` list
+(sliding-window / full attention) is re-ordered with the blocks. Every attention layer carries its position in the
+stack as ``layer_idx``, the index of its entry in the KV cache: they are renumbered ``0 … L'−1`` so that
+``generate()`` with a cache is right. GPT-2 with ``scale_attn_by_inverse_layer_idx`` scales attention by the
+position, so moving a block would change its function: refused.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..block_list import BlockFamily
+from ..hf_decoder_layers import branch_outputs, decoder_layer_types
+from ..retrofit import add_layerscale
+
+__all__ = ["HFDecoderFamily"]
+
+
+def _layer_list(model: nn.Module) -> nn.ModuleList | None:
+    types = decoder_layer_types()
+    if not types:
+        return None
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList) and len(module) and all(type(m) in types for m in module):
+            return module
+    return None
+
+
+def _parent_of(model: nn.Module, child: nn.Module) -> tuple[nn.Module, str]:
+    for name, module in model.named_modules():
+        if module is child:
+            parent, _, attr = name.rpartition(".")
+            return (model.get_submodule(parent) if parent else model), attr
+    raise ValueError("the decoder layer list is not a sub-module of the model")
+
+
+class HFDecoderFamily(BlockFamily):
+    name = "hf-decoder"
+
+    def matches(self, model: nn.Module) -> bool:
+        return hasattr(model, "config") and _layer_list(model) is not None
+
+    def depth_key(self) -> str:
+        return "num_hidden_layers"
+
+    def check_editable(self, model: nn.Module) -> None:
+        if getattr(model.config, "scale_attn_by_inverse_layer_idx", False):
+            raise ValueError(f"{type(model).__name__} has scale_attn_by_inverse_layer_idx=True: its attention "
+                             f"depends on each layer's position, so moving layers would change the function")
+
+    def blocks(self, model: nn.Module) -> list[nn.Module]:
+        return list(_layer_list(model))
+
+    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
+        old = _layer_list(model)
+        parent, attr = _parent_of(model, old)
+        setattr(parent, attr, nn.ModuleList(blocks))
+        for index, block in enumerate(blocks):
+            for module in block.modules():
+                if isinstance(getattr(module, "layer_idx", None), int):
+                    module.layer_idx = index  # its KV-cache slot
+        config = model.config
+        types = getattr(config, "layer_types", None)
+        if isinstance(types, (list, tuple)) and len(types) == len(old):
+            config.layer_types = [types[o] for o in origin]
+        config.num_hidden_layers = len(blocks)
+
+    def add_scales(self, model: nn.Module) -> None:
+        if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in
+               branch_outputs(layer)):
+            add_layerscale(model, 1.0)
+
+    @staticmethod
+    def _scale_of(layer: nn.Module, path: str) -> nn.Parameter | None:
+        scale = getattr(layer.get_submodule(path), "layer_scale", None)
+        return scale if isinstance(scale, nn.Parameter) else None
+
+    def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
+        scales = [self._scale_of(block, path) for _, path in branch_outputs(block)]
+        return [s for s in scales if s is not None]
+
+    def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
+        with torch.no_grad():
+            for module in block.modules():
+                model._init_weights(module)

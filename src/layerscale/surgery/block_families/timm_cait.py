@@ -1,0 +1,46 @@
+"""timm ``Cait``: the stack is ``model.blocks`` (``LayerScaleBlock``, with bare ``gamma_1`` / ``gamma_2``
+parameters on every block, so nothing needs adding); ``blocks_token_only`` (class attention) is left alone. The
+depth is recorded in ``_model_args`` and ``feature_info`` as for timm's ViT."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ...models.init import init_transformer_weights
+from ..block_list import BlockFamily
+from ..peers import loaded_classes
+from .timm_vit import record_depth
+
+__all__ = ["TimmCaitFamily"]
+
+_CAIT = "timm.models.cait"
+
+
+class TimmCaitFamily(BlockFamily):
+    name = "timm-cait"
+
+    def matches(self, model: nn.Module) -> bool:
+        return type(model) in loaded_classes(_CAIT, "Cait")
+
+    def check_editable(self, model: nn.Module) -> None:
+        for i, block in enumerate(model.blocks):
+            if not all(isinstance(getattr(block, g, None), nn.Parameter) for g in ("gamma_1", "gamma_2")):
+                raise ValueError(f"timm Cait blocks.{i} ({type(block).__name__}) has no gamma_1 / gamma_2")
+
+    def blocks(self, model: nn.Module) -> list[nn.Module]:
+        return list(model.blocks)
+
+    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
+        model.blocks = nn.Sequential(*blocks)
+        record_depth(model, len(blocks))
+
+    def add_scales(self, model: nn.Module) -> None:
+        return None  # every LayerScaleBlock has gamma_1 and gamma_2
+
+    def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
+        return [block.gamma_1, block.gamma_2]
+
+    def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
+        with torch.no_grad():
+            init_transformer_weights(block)
