@@ -89,3 +89,41 @@ def test_a_study_file_written_before_a_design_key_existed_still_matches(tmp_path
     with pytest.raises(ValueError, match="different shapes"):
         StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(1e-3, 3e-3),
                   shapes=(("prenorm", 2, 32),)).check_compatible(tmp_path)
+
+
+def test_primary_seeds_add_seeds_to_the_primary_cells_only(tmp_path):
+    spec = StudySpec(("prenorm", "layerscale", "rezero"), (2, 4), (0, 1, 2), TINY_BASE, lrs=(1e-3,),
+                     primary=("layerscale@4",), primary_seeds=5)
+    assert spec.primary_cells() == {("layerscale", 4), ("prenorm", 4)}
+    assert spec.seeds_for("layerscale", 4) == spec.seeds_for("prenorm", 4) == (0, 1, 2, 3, 4)
+    assert spec.seeds_for("rezero", 4) == spec.seeds_for("layerscale", 2) == (0, 1, 2)
+    finals = spec.final_runs(tmp_path, {cell: 1e-3 for cell in spec.cells()})
+    assert len(finals) == 2 * 5 + 4 * 3
+    with pytest.raises(ValueError, match="--primary-seeds must be at least the 3 seeds"):
+        StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), TINY_BASE, primary_seeds=2)
+
+
+def test_reuse_copies_only_ended_runs_whose_config_is_the_designs(tmp_path):
+    import yaml
+
+    from layerscale.study.reuse import reuse_finished_runs
+    from layerscale.train.config import TrainConfig
+
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3), tuning="grid")
+    old, new = tmp_path / "old", tmp_path / "new"
+    for seed, status, lr_in_config in ((0, "finished", 1e-3), (1, "paused", 1e-3), (2, "finished", 2e-3)):
+        run = spec.run(old, "prenorm", 2, 1e-3, seed, "final")
+        run.run_dir.mkdir(parents=True)
+        config = TrainConfig.from_dict({**run.config, "optim": {**run.config["optim"], "lr": lr_in_config}})
+        (run.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict()))
+        (run.run_dir / "study_status.json").write_text(json.dumps({"status": status}))
+        (run.run_dir / "checkpoints").mkdir()
+    messages = []
+    copied = reuse_finished_runs(spec, new, old, log=messages.append)
+    # seed 1 has not ended; seed 2's config has another learning rate under the same id: neither is reused
+    assert copied == ["prenorm-d2-lr0.001-s0"] and "config differs: prenorm-d2-lr0.001-s2" in messages[0]
+    target = new / "runs" / "prenorm-d2-lr0.001-s0"
+    assert (target / "config.yaml").is_file() and not (target / "checkpoints").exists()
+    assert not list((new / "runs").glob(".*"))  # no staging folder left behind
+    with pytest.raises(ValueError, match="no runs/ folder"):
+        reuse_finished_runs(spec, new, tmp_path / "nowhere")

@@ -75,6 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the primary family, fixed before the runs and Holm-adjusted: METHOD@DEPTH (against "
                              "the reference at that depth) or METHOD@SHALLOW:DEEP (depth-use interaction); default: "
                              "every method at the deepest depth. Everything else is Benjamini-Hochberg-adjusted")
+    parser.add_argument("--primary-seeds", type=int, metavar="N",
+                        help="seeds 0 .. N-1 for the cells the primary family compares (the others keep --seeds)")
     parser.add_argument("--bootstrap", type=int, metavar="N",
                         help="add a two-level bootstrap interval (seeds x test examples, N draws) beside the "
                              "t-interval of each primary comparison (default 0: none)")
@@ -105,6 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--analyze", action="store_true",
                         help="after the runs, analyse each final model's depth use (layerscale analyze) and add "
                              "effective depth against nominal depth, per method, to the tables")
+    parser.add_argument("--reuse-from", metavar="STUDY_DIR",
+                        help="before training, copy every finished final run of an earlier study whose config equals "
+                             "this design's run of the same id (a redone study keeps what it can)")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rebuild the tables and report from the run folders as they are")
     parser.add_argument("--estimate", action="store_true",
@@ -141,7 +146,8 @@ def build_spec(args: argparse.Namespace):
     if args.seeds is not None:
         changes["seeds"] = tuple(range(args.seeds))
     for option in ("reference", "validation_fraction", "patience", "min_delta", "target", "min_budget",
-                   "halving_rate", "tune_seed", "tuning", "tune_seeds", "extend_grid", "bootstrap"):
+                   "halving_rate", "tune_seed", "tuning", "tune_seeds", "extend_grid", "bootstrap",
+                   "primary_seeds"):
         if getattr(args, option) is not None:
             changes[option] = getattr(args, option)
     if args.primary is not None:
@@ -159,7 +165,7 @@ def build_spec(args: argparse.Namespace):
 
 _DESIGN_OPTIONS = ("methods", "depths", "seeds", "lrs", "lr", "validation_fraction", "reference", "patience",
                    "min_delta", "target", "min_budget", "halving_rate", "tune_seed", "tuning", "tune_seeds",
-                   "extend_grid", "primary", "bootstrap", "shapes", "param_budget", "dataset", "data_path", "epochs",
+                   "extend_grid", "primary", "bootstrap", "primary_seeds", "shapes", "param_budget", "dataset", "data_path", "epochs",
                    "steps")
 
 
@@ -228,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
         print(estimate_study(spec, out, args.jobs, args.threads))
         return 0
     summary = run_study(spec, out, jobs=args.jobs, threads=args.threads, report=not args.no_report,
-                        train=not args.report_only, analyze=args.analyze, executor=executor)
+                        train=not args.report_only, analyze=args.analyze, executor=executor,
+                        reuse_from=args.reuse_from)
     print(summary.markdown)
     for name, path in summary.paths.items():
         print(f"{name}: {path}")

@@ -38,7 +38,7 @@ TUNING_MODES = ("halving", "grid")
 
 #: what a study file written before a design key existed meant by its absence: one tuning seed, no grid extension,
 #: no bootstrap (so an earlier study continues, and rebuilds its tables, exactly as it was run)
-LEGACY_DESIGN = {"tuning": "halving", "tune_seeds": 1, "extend_grid": 0, "bootstrap": 0}
+LEGACY_DESIGN = {"tuning": "halving", "tune_seeds": 1, "extend_grid": 0, "bootstrap": 0, "primary_seeds": 0}
 
 
 def format_lr(lr: float | None) -> str:
@@ -113,6 +113,8 @@ class StudySpec:
     primary: tuple[str, ...] = ()
     #: two-level bootstrap draws (seeds × test examples) for the primary family (0: none)
     bootstrap: int = 0
+    #: seeds ``0 … N−1`` for the cells the primary family compares (0: ``seeds`` like every other cell)
+    primary_seeds: int = 0
 
     def __post_init__(self) -> None:
         from ..residual.registry import list_residuals  # here: the CLI builds presets without importing models
@@ -147,12 +149,15 @@ class StudySpec:
         if self.tuning not in TUNING_MODES:
             raise ValueError(f"--tuning must be one of {', '.join(TUNING_MODES)}, got {self.tuning!r}")
         for name, value, low in (("tune-seeds", self.tune_seeds, 1), ("extend-grid", self.extend_grid, 0),
-                                 ("bootstrap", self.bootstrap, 0)):
+                                 ("bootstrap", self.bootstrap, 0), ("primary-seeds", self.primary_seeds, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"--{name} must be an integer >= {low}, got {value!r}")
         if self.bootstrap > 100_000:
             raise ValueError(f"--bootstrap must be at most 100000 draws, got {self.bootstrap}")
-        clash = sorted(set(self.tuning_seeds) & set(self.seeds))
+        if self.primary_seeds and self.primary_seeds < len(self.seeds):
+            raise ValueError(f"--primary-seeds must be at least the {len(self.seeds)} seeds of every cell, got "
+                             f"{self.primary_seeds}")
+        clash = sorted(set(self.tuning_seeds) & set(self.seeds) | set(self.tuning_seeds) & set(self.all_seeds))
         if self.tuning == "halving" and clash:
             raise ValueError(f"the tuning seed {clash[0]} is also a reporting seed; the tuning runs must be separate "
                              "from the reported ones (--tune-seed)")
@@ -194,6 +199,26 @@ class StudySpec:
         return entries
 
     # ------------------------------------------------------------------------------------------------ derived
+    @property
+    def all_seeds(self) -> tuple[int, ...]:
+        """Every reported seed of the study (``seeds`` and, with ``primary_seeds``, the primary cells' extra ones)."""
+        return tuple(range(self.primary_seeds)) if self.primary_seeds else tuple(self.seeds)
+
+    def primary_cells(self) -> set[tuple[str, int]]:
+        """The ``(method, depth)`` cells the primary family compares (its methods and the reference there)."""
+        cells = set()
+        for entry in self.primary:
+            method, _, depths = entry.partition("@")
+            for depth in (int(d) for d in depths.split(":")):
+                cells |= {(method, depth), (self.reference, depth)}
+        return cells
+
+    def seeds_for(self, method: str, depth: int) -> tuple[int, ...]:
+        """The reported seeds of one cell: ``primary_seeds`` of them in a primary cell, else ``seeds``."""
+        if self.primary_seeds and (method, depth) in self.primary_cells():
+            return self.all_seeds
+        return tuple(self.seeds)
+
     @property
     def tuning_seeds(self) -> tuple[int, ...]:
         """The seeds of the tuning runs (successive halving): ``tune_seed`` and the next ``tune_seeds − 1``."""
@@ -252,7 +277,7 @@ class StudySpec:
             if self.shared_table:
                 rates.append(self.shared_lr)
             for lr in rates:
-                for seed in self.seeds:
+                for seed in self.seeds_for(method, depth):
                     r = self.run(study_dir, method, depth, lr, seed, "final")
                     runs.setdefault(r.run_id, r)
         return list(runs.values())
@@ -266,13 +291,14 @@ class StudySpec:
                 "min_delta": self.min_delta, "target": self.target, "shared_table": self.shared_table,
                 "shapes": [list(row) for row in self.shapes], "tuning": self.tuning, "tune_seeds": self.tune_seeds,
                 "extend_grid": self.extend_grid, "primary": list(self.primary), "bootstrap": self.bootstrap,
+                "primary_seeds": self.primary_seeds,
                 "base": self.base}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
                 "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
-                "bootstrap")
+                "bootstrap", "primary_seeds")
         raw = {**LEGACY_DESIGN, **raw}
         extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes", "primary") else raw[k]) for k in keys if k in raw}
         return cls(tuple(raw["methods"]), tuple(raw["depths"]), tuple(raw["seeds"]), raw.get("base", {}), **extra)

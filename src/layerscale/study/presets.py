@@ -47,13 +47,15 @@ PRESETS: dict[str, Preset] = {
                   "diagnostics": {"every": 5}}),
     ),
     "fashion": Preset(
-        "Fashion-MNIST, ViT 28x28 / patch 7 (16 tokens), width 64, 8 methods at depths 12, 24, 48, 3 seeds, each "
-        "tuned over 3e-4, 1e-3, 3e-3 on a 10 % validation split (successive halving), 2 epochs of batch 64, "
-        "early stopping with patience 3",
+        "Fashion-MNIST, ViT 28x28 / patch 7 (16 tokens), width 64, 8 methods at depths 12, 24, 48, 3 seeds (5 at "
+        "depth 48, the primary family), each at its rate chosen from 3e-4, 1e-3, 3e-3 by full-budget validation "
+        "(--tuning grid, extended once at an edge) on a 10 % validation split, 2 epochs of batch 64, early "
+        "stopping with patience 3 (docs/results/fashion/DESIGN.md, addendum 2026-12-01)",
         StudySpec(
             methods=("prenorm", "postnorm", "layerscale", "layerscale_head", "rezero", "deepnorm", "lns", "dyt"),
             depths=(12, 24, 48), seeds=(0, 1, 2), lrs=(3e-4, 1e-3, 3e-3), validation_fraction=0.1,
-            patience=3, min_delta=0.001, target=80.0,
+            patience=3, min_delta=0.001, target=80.0, tuning="grid", extend_grid=1, primary_seeds=5,
+            bootstrap=2000,
             base={"model": _vit(patch_size=7, embed_dim=64, num_heads=4),
                   "data": {"name": "fashion-mnist", "batch_size": 64, "eval_batch_size": 1000, "augment": False},
                   "optim": {"epochs": 2, "lr": 1e-3, "min_lr": 1e-5, "warmup_steps": 84, "weight_decay": 0.05},
@@ -63,11 +65,13 @@ PRESETS: dict[str, Preset] = {
     "lm": Preset(
         "byte-level GPT (width 64, 4 heads, windows of 64 bytes) on the Vim documentation shipped by Debian's "
         "vim-runtime (/usr/share/vim/vim90/doc/*.txt, 9.5 MB): Pre-LN, LayerScale, DeepNorm and LayerNorm "
-        "Scaling at depths 24, 48, 96, each tuned over 3e-4, 1e-3, 3e-3 on a validation split, 3 seeds, 1,200 "
-        "steps of 16 windows; test bits per byte",
+        "Scaling at depths 24, 48, 96, each at its rate chosen from 1e-3, 3e-3, 1e-2 by full-budget validation "
+        "(--tuning grid, extended once at an edge), 3 seeds (5 at depth 96, the primary family), 1,200 steps of 16 "
+        "windows; test bits per byte (docs/results/lm/DESIGN.md, addendum 2026-12-01)",
         StudySpec(
             methods=("prenorm", "layerscale", "deepnorm", "lns"), depths=(24, 48, 96), seeds=(0, 1, 2),
-            lrs=(3e-4, 1e-3, 3e-3), validation_fraction=0.05, patience=3, min_delta=0.001,
+            lrs=(1e-3, 3e-3, 1e-2), validation_fraction=0.05, patience=3, min_delta=0.001, tuning="grid",
+            extend_grid=1, primary_seeds=5, bootstrap=2000,
             base={"model": {"name": "gpt", "embed_dim": 64, "num_heads": 4, "block_size": 64, "mlp_ratio": 4.0},
                   "data": {"name": "text", "path": "/usr/share/vim/vim90/doc/*.txt", "val_fraction": 0.1,
                            "block_size": 64, "batch_size": 16, "eval_batch_size": 64},

@@ -39,7 +39,7 @@ def with_bootstrap(spec: StudySpec, cells: list[CellResult], finals: list[RunSpe
             continue
         ref_lr = chosen.get((spec.reference_method, c.depth))
         rows, ref_rows = [], []
-        for seed in spec.seeds:
+        for seed in spec.seeds_for(c.method, c.depth):
             mine = _outcomes(runs, (c.method, c.depth, c.lr, seed))
             theirs = _outcomes(runs, (spec.reference_method, c.depth, ref_lr, seed))
             if mine is not None and theirs is not None and len(mine) == len(theirs):

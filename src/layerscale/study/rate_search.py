@@ -58,7 +58,8 @@ class _Search:
     def runs_for(self, cell: Cell, lr: float, step: int) -> list[RunSpec]:
         method, depth = cell
         if self.spec.tuning == "grid":
-            return [self.spec.run(self.study_dir, method, depth, lr, seed, "final") for seed in self.spec.seeds]
+            return [self.spec.run(self.study_dir, method, depth, lr, seed, "final")
+                    for seed in self.spec.seeds_for(method, depth)]
         runs = [self.spec.run(self.study_dir, method, depth, lr, seed, "tune", stop_at_step=step)
                 for seed in self.spec.tuning_seeds]
         for run in runs:

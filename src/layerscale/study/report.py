@@ -83,7 +83,7 @@ def _final_runs(study_dir: Path, spec: StudySpec, results: Sequence[RunResult], 
             if lr is None:  # the cell's tuning is not finished: no tuned final runs yet
                 out[depth][method] = entries
                 continue
-            for seed in spec.seeds:
+            for seed in spec.seeds_for(method, depth):
                 run = spec.run(study_dir, method, depth, lr, seed, "final")
                 result = by_id.get(run.run_id)
                 status = result.status if result is not None else "pending"

@@ -164,13 +164,14 @@ def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[s
     for table, rate in tables:
         for method, depth in spec.cells():
             lr = rate(method, depth)
-            rs = [finals[(method, depth, lr, s)] for s in spec.seeds if (method, depth, lr, s) in finals]
+            cell_seeds = spec.seeds_for(method, depth)
+            rs = [finals[(method, depth, lr, s)] for s in cell_seeds if (method, depth, lr, s) in finals]
             by_seed = {r.seed: r.test for r in rs if r.test is not None}
             ref_lr = rate(spec.reference_method, depth)
-            reference = {s: finals[(spec.reference_method, depth, ref_lr, s)].test for s in spec.seeds
+            reference = {s: finals[(spec.reference_method, depth, ref_lr, s)].test for s in cell_seeds
                          if (spec.reference_method, depth, ref_lr, s) in finals
                          and finals[(spec.reference_method, depth, ref_lr, s)].test is not None}
-            seeds = tuple(s for s in spec.seeds if s in by_seed)
+            seeds = tuple(s for s in cell_seeds if s in by_seed)
             ended = [r for r in rs if r.status in ("finished", "diverged")]
             reached = [r.steps_to_target for r in ended if r.steps_to_target is not None]
             walls = [r.wall_time_s for r in rs if r.wall_time_s is not None]

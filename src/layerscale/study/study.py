@@ -132,13 +132,15 @@ def summarize(spec: StudySpec, plan: StudyPlan, results: list[RunResult], finals
 def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None = None,
               threads: int | None = None, report: bool = True, progress: bool = True, train: bool = True,
               analyze: bool = False,
-              executor: ExecutorOptions | None = None, log=print) -> StudySummary:
+              executor: ExecutorOptions | None = None, reuse_from: str | os.PathLike | None = None,
+              log=print) -> StudySummary:
     """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv``,
     ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
     failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables and report of what
     the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
     runs execute (:mod:`layerscale.study.executors`; default: as saved in ``study.json``, else the local pool);
-    saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it)."""
+    saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it).
+    ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`)."""
     study_dir = Path(study_dir)
     jobs, threads = resolve_parallelism(jobs, threads)
     plan = plan_study(spec, study_dir)
@@ -148,6 +150,10 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     study_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(study_dir / SPEC_FILE, {**spec.to_dict(), "executor": options.to_dict()})
     spec = _with_enough_diagnostics(spec, plan.total_steps)
+    if reuse_from is not None and train:
+        from .reuse import reuse_finished_runs
+
+        reuse_finished_runs(spec, study_dir, Path(reuse_from), log=log)
 
     def pool(runs, desc):
         if not train:

@@ -181,8 +181,11 @@ def grid_edge_sentence(spec: StudySpec, tuning) -> str | None:
 
 def per_seed_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> list[str]:
     """Every final run's test value, cell by cell (seeds in order): what each interval was computed from."""
-    lines = ["## Per-seed values", "", f"{metric.name} of each seed ({', '.join(map(str, spec.seeds))}), in that "
-             "order; — for a seed with no value (unfinished or diverged).", ""]
+    seeds = spec.all_seeds
+    lines = ["## Per-seed values", "", f"{metric.name} of each seed ({', '.join(map(str, seeds))}), in that "
+             "order; — for a seed with no value (unfinished or diverged)"
+             + (f"; seeds {', '.join(map(str, seeds[len(spec.seeds):]))} only in the primary family's cells"
+                if len(seeds) > len(spec.seeds) else "") + ".", ""]
     tables = ["tuned"] + (["shared"] if spec.shared_table and spec.tuned else [])
     for table in tables:
         if len(tables) > 1:
@@ -190,7 +193,8 @@ def per_seed_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> 
 
         def text(c: CellResult) -> str:
             values = dict(zip(c.seeds, c.test.values)) if c.test else {}
-            return ", ".join(f"{values[s]:.{metric.digits}f}" if s in values else "—" for s in spec.seeds)
+            return ", ".join(f"{values[s]:.{metric.digits}f}" if s in values else "—"
+                             for s in spec.seeds_for(c.method, c.depth))
 
         lines += wide_table(spec, cells, table, text) + [""]
     return lines
