@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 import re
 import time
@@ -21,6 +20,7 @@ from typing import Any, Sequence
 
 from ..atomic_io import write_bytes_atomic
 from . import plots
+from .html_parts import REPORT_CSS, figure_png_bytes
 from .run_data import RunData, read_run
 
 __all__ = ["ReportSection", "Report", "standard_sections", "write_html_document", "write_report"]
@@ -127,24 +127,6 @@ def _warnings_table(runs: Sequence[RunData]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-_CSS = """
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1240px;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.7em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
-.meta { color: #666; font-size: 0.9em; }
-table { border-collapse: collapse; font-size: 0.9em; margin: 0.8em 0; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; } th { background: #f3f3f3; }
-img { max-width: 100%; height: auto; display: block; margin: 0.6em 0; border: 1px solid #eee; }
-.notes li { color: #8a5300; }
-"""
-
-
-def _png_bytes(figure, dpi: int) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
-
-
 def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.PathLike | RunData,
                  out_path: str | os.PathLike = "report.html", extra_sections: Sequence[ReportSection] = (),
                  title: str | None = None, dpi: int = 100,
@@ -195,7 +177,7 @@ def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSe
         if section.text:
             parts.append(f"<p>{html.escape(section.text)}</p>")
         if section.figure is not None:
-            data = _png_bytes(section.figure, dpi)
+            data = figure_png_bytes(section.figure, dpi)
             path = figures_dir / f"{section.file_stem}.png"
             write_bytes_atomic(path, data)
             report.figure_paths[section.file_stem] = path
@@ -207,7 +189,7 @@ def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSe
 
     document = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_CSS}</style></head><body>
+<style>{REPORT_CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="meta">Generated {time.strftime('%Y-%m-%d %H:%M')} by <code>{html.escape(generator)}</code>.
 Figures are embedded; the same PNGs are in <code>{html.escape(figures_dir.name)}/</code>.</p>

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..integrations.hub import HubMixin
+from .hub_mixin import HubMixin
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.drop_path import drop_path_rates
 from ..layers.layer_scale import init_value_for_depth
@@ -33,7 +33,7 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
     ``grad_checkpointing=True`` recomputes each block (class-attention blocks too) in the backward. timm's
     interface comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI` (``forward_intermediates`` returns
     the self-attention blocks' patch tokens, as timm's ``Cait``), ``save_pretrained`` / ``from_pretrained`` from
-    :class:`~layerscale.integrations.hub.HubMixin`.
+    :class:`~layerscale.models.hub_mixin.HubMixin`.
     """
 
     _cfg_defaults = dict(interpolation="bicubic", crop_pct=1.0, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,

@@ -23,6 +23,8 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from .no_decay import is_no_decay_parameter
+
 __all__ = ["TimmClassifierAPI", "TimmModelAPI", "classifier_head", "feature_take_indices", "resolve_init_value_alias",
            "IMAGENET_DEFAULT_MEAN", "IMAGENET_DEFAULT_STD"]
 
@@ -137,8 +139,6 @@ class TimmModelAPI:
         """Names of the parameters trained without weight decay: exactly the ``weight_decay = 0`` group of
         :func:`layerscale.param_groups` (LayerScale γ, class token, position embeddings, norm weights and
         biases), frozen parameters included. timm's ``create_optimizer_v2`` reads this."""
-        from ..train.param_groups import is_no_decay_parameter
-
         return {name for name, param in self.named_parameters() if is_no_decay_parameter(self, name, param)}
 
     def group_matcher(self, coarse: bool = False):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..integrations.hub import HubMixin
+from .hub_mixin import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
 from ..layers.patch_embed import PatchEmbed
@@ -33,7 +33,7 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
     timm's interface (``pretrained_cfg``, ``no_weight_decay``, ``forward_intermediates``, ``reset_classifier``,
     ``num_classes=0`` for features, ``init_values``) comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI`,
-    ``save_pretrained`` / ``from_pretrained`` from :class:`~layerscale.integrations.hub.HubMixin`.
+    ``save_pretrained`` / ``from_pretrained`` from :class:`~layerscale.models.hub_mixin.HubMixin`.
     """
 
     _cfg_defaults = dict(interpolation="bicubic", crop_pct=0.875, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,

@@ -1,0 +1,244 @@
+"""``save_pretrained`` / ``from_pretrained`` for our models, in the Hugging Face Hub layout.
+
+A saved model is a folder (or a Hub repository) holding
+
+* ``config.json``: every constructor argument (``{"architecture": "VisionTransformer", "model_args": {...}}``) —
+  enough to rebuild the model with no other input;
+* ``model.safetensors``: the state dict (safetensors: no pickle, so loading never runs code);
+* ``README.md``: a model card naming the residual method, the depth and the LayerScale ε.
+
+The files are those ``huggingface_hub.PyTorchModelHubMixin`` writes (config.json of constructor arguments,
+model.safetensors, README.md), so a saved folder uploads with ``huggingface_hub.upload_folder`` as it is. The
+mixin itself is not used: it would import ``huggingface_hub`` (≈ 0.1 s) with every ``import layerscale`` and would
+make it a hard dependency of the model classes; here ``huggingface_hub`` is imported only when a Hub id is asked
+for. Saving and loading a local folder need only ``safetensors``; a Hub id needs the ``hf`` extra and, when it
+cannot be fetched (offline, unknown), fails with one line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..atomic_io import atomic_path, write_json_atomic, write_text_atomic
+
+__all__ = ["HubMixin", "CONFIG_NAME", "WEIGHTS_NAME", "MODEL_CARD_NAME"]
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+MODEL_CARD_NAME = "README.md"
+_FORMAT_VERSION = 1
+
+
+def _safetensors():
+    try:
+        import safetensors.torch
+    except ImportError:
+        raise ImportError("save_pretrained / from_pretrained need safetensors: "
+                          "pip install 'torch-layerscale[hf]'") from None
+    return safetensors.torch
+
+
+def _json_ready(name: str, value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"constructor argument {name}={value!r} is not finite; config.json cannot hold it")
+        return value
+    if isinstance(value, (tuple, list)):
+        return [_json_ready(name, v) for v in value]
+    raise ValueError(f"constructor argument {name}={value!r} ({type(value).__name__}) cannot be written to "
+                     f"config.json; pass it by name (a string) to save the model")
+
+
+class HubMixin:
+    """``save_pretrained(dir)`` and ``from_pretrained(dir_or_repo_id)`` for a model class whose constructor takes
+    only JSON-able keyword arguments. The arguments a model was built with are recorded when it is created."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        instance = super().__new__(cls)
+        try:
+            bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+        except TypeError:
+            arguments: dict[str, Any] = {}  # the constructor itself will raise for these arguments
+        else:
+            bound.apply_defaults()
+            arguments = dict(list(bound.arguments.items())[1:])
+        instance.__dict__["_init_kwargs"] = arguments
+        return instance
+
+    # ---- configuration ----------------------------------------------------------------------------------------
+
+    def hub_config(self) -> dict[str, Any]:
+        """The constructor arguments that rebuild this model as it is now (a classifier reset with
+        ``reset_classifier`` saves its new ``num_classes``; timm's ``init_values`` is saved as ``init_value``)."""
+        args = dict(self.__dict__.get("_init_kwargs", {}))
+        if args.get("init_values") is not None:
+            args["init_value"] = args["init_values"]
+        if "init_values" in args:
+            args["init_values"] = None
+        if "num_classes" in args and hasattr(self, "num_classes"):
+            args["num_classes"] = self.num_classes
+        return {name: _json_ready(name, value) for name, value in args.items()}
+
+    def _init_value_in_use(self) -> float | None:
+        from ..layers.layer_scale import LayerScale, ScalarScale, HeadScale
+
+        for module in self.modules():
+            if isinstance(module, (LayerScale, ScalarScale, HeadScale)):
+                return module.init_value
+        return None
+
+    def model_card(self) -> str:
+        """The ``README.md`` written by :meth:`save_pretrained`: YAML metadata, then what the model is."""
+        cls = type(self).__name__
+        depth = getattr(self, "depth", None)
+        extra = len(getattr(self, "blocks_token_only", ()))
+        epsilon = self._init_value_in_use()
+        residual = getattr(self, "residual", "?")
+        params = sum(p.numel() for p in self.parameters())
+        task = "text-generation" if hasattr(self, "vocab_size") else "image-classification"
+        depth_text = f"{depth}" + (f" self-attention blocks + {extra} class-attention blocks" if extra else " blocks")
+        eps_text = f"{epsilon:g}" if epsilon is not None else "none (this residual method has no LayerScale)"
+        return "\n".join([
+            "---",
+            "library_name: torch-layerscale",
+            "license: apache-2.0",
+            f"pipeline_tag: {task}",
+            "tags:",
+            "- layerscale",
+            f"- {residual}",
+            "---",
+            "",
+            f"# {cls} ({residual}, depth {depth})",
+            "",
+            f"A `{cls}` built with [torch-layerscale](https://pypi.org/project/torch-layerscale/).",
+            "",
+            f"- residual method: `{residual}`",
+            f"- depth: {depth_text}",
+            f"- width: {getattr(self, 'embed_dim', '?')}",
+            f"- LayerScale ε (initial γ): {eps_text}",
+            f"- parameters: {params:,}",
+            "",
+            "Load it with:",
+            "",
+            "```python",
+            f"from layerscale import {cls}",
+            f'model = {cls}.from_pretrained("PATH_OR_REPO_ID")',
+            "```",
+            "",
+            "LayerScale: Touvron et al. 2021, *Going deeper with Image Transformers* (arXiv 2103.17239), eq. 1: "
+            "`x ← x + γ ⊙ F(LN(x))`, γ a learnable per-channel scale initialised to ε.",
+            "",
+        ])
+
+    # ---- save ---------------------------------------------------------------------------------------------------
+
+    def _check_rebuildable(self, config: dict[str, Any]) -> None:
+        """Refuse to save what :meth:`from_pretrained` could not load: the config must rebuild these keys."""
+        with torch.device("meta"):
+            fresh = type(self)(**config)
+        expected = {k: tuple(v.shape) for k, v in fresh.state_dict().items()}
+        actual = {k: tuple(v.shape) for k, v in self.state_dict().items()}
+        if expected != actual:
+            extra = sorted(set(actual) - set(expected))
+            missing = sorted(set(expected) - set(actual))
+            shapes = sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k])
+            raise ValueError(
+                f"{type(self).__name__} was changed after it was built (e.g. by add_layerscale or fold_layerscale), "
+                f"so its constructor arguments no longer rebuild it: extra keys {extra[:3]}, missing keys "
+                f"{missing[:3]}, other shapes {shapes[:3]}; save its state_dict with layerscale.checkpoint_io instead")
+
+    def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
+        """Write ``config.json``, ``model.safetensors`` and ``README.md`` into ``save_directory`` (created if
+        needed; each file written atomically). Returns the folder. Raises ``ValueError`` when the model's
+        constructor arguments no longer describe it (changed by surgery) or cannot be written as JSON."""
+        st = _safetensors()
+        folder = Path(save_directory)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"save_pretrained: {folder} exists and is not a folder")
+        config = self.hub_config()
+        self._check_rebuildable(config)
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(folder / WEIGHTS_NAME) as tmp:
+            st.save_model(self, str(tmp), metadata={"format": "pt"})
+        write_json_atomic(folder / CONFIG_NAME, {
+            "architecture": type(self).__name__, "library": "torch-layerscale",
+            "format_version": _FORMAT_VERSION, "model_args": config,
+        })
+        write_text_atomic(folder / MODEL_CARD_NAME, self.model_card())
+        return folder
+
+    # ---- load ---------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *, revision: str | None = None,
+                        cache_dir: str | os.PathLike | None = None, local_files_only: bool = False,
+                        map_location: str | torch.device = "cpu", strict: bool = True):
+        """Rebuild a model saved by :meth:`save_pretrained` from a local folder or a Hugging Face Hub repo id.
+
+        The folder's ``config.json`` must name this class (``VisionTransformer.from_pretrained`` of a saved
+        ``CaiT`` is a ``ValueError``). A Hub id is downloaded with ``huggingface_hub`` (the ``hf`` extra; honours
+        ``HF_HUB_OFFLINE`` and ``local_files_only``); any failure to get it is one line naming the id. The model
+        is returned in eval mode, as Hugging Face loaders do.
+        """
+        folder = _resolve_folder(pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
+                                 local_files_only=local_files_only)
+        config = _read_config(folder / CONFIG_NAME)
+        if config["architecture"] != cls.__name__:
+            raise ValueError(f"{folder / CONFIG_NAME} describes a {config['architecture']}, not a {cls.__name__}; "
+                             f"load it with layerscale.{config['architecture']}.from_pretrained")
+        model = cls(**config["model_args"])
+        weights = folder / WEIGHTS_NAME
+        if not weights.is_file():
+            raise FileNotFoundError(f"{weights}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
+        missing, unexpected = _safetensors().load_model(model, str(weights), strict=False, device=str(map_location))
+        if strict and (missing or unexpected):
+            raise ValueError(f"{weights} does not fit the {cls.__name__} its config.json builds: missing keys "
+                             f"{sorted(missing)[:5]}, unexpected keys {sorted(unexpected)[:5]}")
+        return model.eval()
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not (isinstance(config, dict) and isinstance(config.get("architecture"), str)
+            and isinstance(config.get("model_args"), dict)):
+        raise ValueError(f"{path}: not a torch-layerscale model config (expected 'architecture' and 'model_args'; "
+                         f"written by save_pretrained)")
+    return config
+
+
+def _resolve_folder(name: str | os.PathLike, *, revision: str | None, cache_dir: str | os.PathLike | None,
+                    local_files_only: bool) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        return path
+    text = str(name)
+    if path.exists() or text.count("/") > 1 or text.startswith((".", "/", "~")) or os.sep in text.replace("/", ""):
+        raise FileNotFoundError(f"{text}: not a folder written by save_pretrained")
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise ImportError(f"{text} is not a local folder; downloading it from the Hugging Face Hub needs "
+                          f"huggingface_hub: pip install 'torch-layerscale[hf]'") from None
+    try:
+        downloaded = snapshot_download(repo_id=text, revision=revision, cache_dir=cache_dir,
+                                       local_files_only=local_files_only,
+                                       allow_patterns=[CONFIG_NAME, WEIGHTS_NAME, MODEL_CARD_NAME])
+    except Exception as exc:  # offline, unknown repo, no access, bad id: all one line naming the id
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise FileNotFoundError(f"{text}: not a local folder, and the Hugging Face Hub repo could not be fetched "
+                                f"({type(exc).__name__}: {reason})") from None
+    return Path(downloaded)
