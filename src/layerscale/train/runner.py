@@ -30,6 +30,7 @@ from .callbacks import Callback
 from .checkpoint import check_same_architecture, load_checkpoint
 from .config import TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
+from .config_source import resolve_config_path
 from .data_setup import load_train_data
 from .run_core import (
     CONFIG_FILE,
@@ -63,7 +64,7 @@ def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
     if isinstance(config, Mapping):
         return dict(config)
     if isinstance(config, (str, os.PathLike)):
-        return load_config_file(config)
+        return load_config_file(resolve_config_path(config))
     raise ValueError(f"config must be a TrainConfig, a mapping or a file path, got {type(config).__name__}")
 
 
