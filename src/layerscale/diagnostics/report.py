@@ -22,6 +22,7 @@ from ..atomic_io import write_bytes_atomic
 from . import plots
 from .html_parts import REPORT_CSS, figure_png_bytes
 from .run_data import RunData, read_run
+from .run_dirs import distinct_run_names, expand_run_dirs
 
 __all__ = ["ReportSection", "Report", "standard_sections", "write_html_document", "write_report"]
 
@@ -133,7 +134,9 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
                  lead_sections: Sequence[ReportSection] = ()) -> Report:
     """Write the HTML report of ``run_dirs`` (run directories, or :class:`RunData` built by the caller) to
     ``out_path``: ``lead_sections`` right after the runs table (a study's headline figure), then the standard
-    figures and the warnings, then ``extra_sections``. PNGs also go to ``<out stem>_figures/`` beside it.
+    figures and the warnings, then ``extra_sections``. PNGs also go to ``<out stem>_figures/`` beside it. A folder
+    of run directories (Lightning's ``lightning_logs/``) stands for the runs in it; runs whose folders share a name
+    are told apart by their parent folders (:mod:`layerscale.diagnostics.run_dirs`).
 
     Raises ``FileNotFoundError`` naming a missing run directory or file (``config.yaml``, ``metrics.jsonl``),
     ``ValueError`` when no run is given or two runs share a name, ``ImportError`` without matplotlib.
@@ -143,7 +146,9 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
     plots.require_matplotlib()
-    runs = [item if isinstance(item, RunData) else read_run(item) for item in run_dirs]
+    folders = expand_run_dirs([item for item in run_dirs if not isinstance(item, RunData)])
+    runs = [item for item in run_dirs if isinstance(item, RunData)]  # built by the caller: named by it
+    runs += [read_run(path, name) for path, name in zip(folders, distinct_run_names(folders))]
     names = [run.name for run in runs]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
