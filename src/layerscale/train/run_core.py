@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from .distributed import (
     wrap_model,
 )
 from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
-from .run_summary import warmup_warning
+from .run_summary import warmup_warning, workers_resume_warning
 from .trainer import Trainer
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model"]
@@ -189,6 +190,8 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
         warning = warmup_warning(cfg.optim.warmup_steps, trainer.total_steps)
         if warning is not None:
             print(warning, file=sys.stderr, flush=True)
+        if cfg.data.num_workers > 0:
+            warnings.warn(workers_resume_warning(cfg.data.num_workers), UserWarning, stacklevel=3)
     barrier(ctx)
     metrics = MetricsLog(run_dir, active=ctx.is_main, tensorboard=cfg.run.tensorboard,
                          first_step=trainer.state.step)
