@@ -19,6 +19,7 @@ from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
 from .fold import scale_modules
 from .hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
+from .hf_layerscale_config import mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
@@ -116,7 +117,10 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     ``layer_scale``; see :mod:`layerscale.surgery.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
     (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks — on a Hugging Face language model
     that is a ``UserWarning`` (a pretrained model almost always wants ``1.0``); ``1.0`` leaves the outputs
-    unchanged exactly. ``inplace=False`` modifies a deep copy. Returns the model.
+    unchanged exactly. On a Hugging Face language model the config's ``model_type`` gets the suffix ``_layerscale``
+    until γ is folded, so that a plain ``AutoModelForCausalLM.from_pretrained`` of its save fails instead of
+    dropping γ (:mod:`layerscale.surgery.hf_layerscale_config`). ``inplace=False`` modifies a deep copy. Returns
+    the model.
 
     Raises ``ValueError`` naming the model's class if no residual block is recognised, or if every recognised
     branch already has a scale (never a silent no-op).
@@ -160,4 +164,6 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     with torch.no_grad():
         for add in actions:
             add(value)
+    if decoder_blocks:
+        mark_layerscale_config(target)  # a save of it cannot be loaded without γ by mistake
     return target
