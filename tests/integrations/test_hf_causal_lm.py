@@ -96,6 +96,8 @@ def test_save_pretrained_round_trip_keeps_the_scales(tmp_path, family):
     with pytest.raises(ValueError, match=f"model type `{family}_layerscale`"):
         transformers.AutoModelForCausalLM.from_pretrained(tmp_path)
     assert loaded.config.model_type == f"{family}_layerscale"  # loaded with γ: still marked
+    fold_layerscale(loaded)
+    assert loaded.config.model_type == family and "layerscale_loader" not in loaded.config.to_dict()
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

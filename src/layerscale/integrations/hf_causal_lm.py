@@ -82,6 +82,8 @@ def _unmarked_config(folder: Path):
                          f"transformers release does not know")
     config = CONFIG_MAPPING[base].from_pretrained(folder)
     config.__dict__.pop(LOADER_KEY, None)
+    if config.__dict__.get("model_type") == saved_type:  # read from config.json as an attribute: the class says
+        del config.__dict__["model_type"]
     return config
 
 

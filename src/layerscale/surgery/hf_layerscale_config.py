@@ -70,3 +70,5 @@ def unmark_layerscale_config(model: nn.Module) -> None:
         return
     config.__class__ = type(config)._layerscale_base
     config.__dict__.pop(LOADER_KEY, None)
+    if str(config.__dict__.get("model_type", "")).endswith(MODEL_TYPE_SUFFIX):  # a copy read from config.json
+        del config.__dict__["model_type"]
