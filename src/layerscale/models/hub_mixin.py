@@ -78,14 +78,15 @@ class HubMixin:
 
     def hub_config(self) -> dict[str, Any]:
         """The constructor arguments that rebuild this model as it is now (a classifier reset with
-        ``reset_classifier`` saves its new ``num_classes``; timm's ``init_values`` is saved as ``init_value``)."""
+        ``reset_classifier`` saves its new ``num_classes`` and ``global_pool``; timm's ``init_values`` is saved as ``init_value``)."""
         args = dict(self.__dict__.get("_init_kwargs", {}))
         if args.get("init_values") is not None:
             args["init_value"] = args["init_values"]
         if "init_values" in args:
             args["init_values"] = None
-        if "num_classes" in args and hasattr(self, "num_classes"):
-            args["num_classes"] = self.num_classes
+        for name in ("num_classes", "global_pool"):  # reset_classifier changes them
+            if name in args and hasattr(self, name):
+                args[name] = getattr(self, name)
         return {name: _json_ready(name, value) for name, value in args.items()}
 
     def _init_value_in_use(self) -> float | None:
