@@ -2,17 +2,19 @@
 
 A saved model is a folder (or a Hub repository) holding
 
-* ``config.json``: every constructor argument (``{"architecture": "VisionTransformer", "model_args": {...}}``) —
-  enough to rebuild the model with no other input;
+* ``config.json``: every constructor argument at the top level, as ``huggingface_hub.PyTorchModelHubMixin``
+  writes it, plus ``architecture`` (the class), ``library`` and ``format_version`` — enough to rebuild the model
+  with no other input (the nested ``{"model_args": {...}}`` of format 1 is still read);
 * ``model.safetensors``: the state dict (safetensors: no pickle, so loading never runs code);
 * ``README.md``: a model card naming the residual method, the depth and the LayerScale ε.
 
-The files are those ``huggingface_hub.PyTorchModelHubMixin`` writes (config.json of constructor arguments,
-model.safetensors, README.md), so a saved folder uploads with ``huggingface_hub.upload_folder`` as it is. The
-mixin itself is not used: it would import ``huggingface_hub`` (≈ 0.1 s) with every ``import layerscale`` and would
-make it a hard dependency of the model classes; here ``huggingface_hub`` is imported only when a Hub id is asked
-for. Saving and loading a local folder need only ``safetensors``; a Hub id needs the ``hf`` extra and, when it
-cannot be fetched (offline, unknown), fails with one line.
+The files and the methods are those of ``huggingface_hub.ModelHubMixin`` / ``PyTorchModelHubMixin``
+(``save_pretrained(dir, push_to_hub=..., repo_id=...)``, ``from_pretrained(id, token=..., revision=...,
+**model_kwargs)``, ``push_to_hub(repo_id, ...)``): a folder saved here loads with a ``PyTorchModelHubMixin`` class of
+the same constructor and the other way round (tested). The mixin itself is not inherited: it would import
+``huggingface_hub`` (≈ 0.1 s) with every ``import layerscale`` and make it a hard dependency of the model classes;
+here ``huggingface_hub`` is imported only when the Hub is used. Saving and loading a local folder need only
+``safetensors``; the Hub needs the ``hf`` extra, and a failure to reach it is one line naming the id.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ __all__ = ["HubMixin", "CONFIG_NAME", "WEIGHTS_NAME", "MODEL_CARD_NAME"]
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 MODEL_CARD_NAME = "README.md"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 1: constructor arguments nested under "model_args"; 2: at the top level (ModelHubMixin)
+_METADATA_KEYS = ("architecture", "library", "format_version")
 
 
 def _safetensors():
@@ -157,10 +160,13 @@ class HubMixin:
                 f"so its constructor arguments no longer rebuild it: extra keys {extra[:3]}, missing keys "
                 f"{missing[:3]}, other shapes {shapes[:3]}; save its state_dict with layerscale.checkpoint_io instead")
 
-    def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
+    def save_pretrained(self, save_directory: str | os.PathLike, *, repo_id: str | None = None,
+                        push_to_hub: bool = False, **push_to_hub_kwargs: Any) -> Path:
         """Write ``config.json``, ``model.safetensors`` and ``README.md`` into ``save_directory`` (created if
         needed; each file written atomically). Returns the folder. Raises ``ValueError`` when the model's
-        constructor arguments no longer describe it (changed by surgery) or cannot be written as JSON."""
+        constructor arguments no longer describe it (changed by surgery) or cannot be written as JSON. With
+        ``push_to_hub=True`` the folder is then uploaded to ``repo_id`` (default: the folder's name) by
+        :meth:`push_to_hub`, which takes ``push_to_hub_kwargs``."""
         st = _safetensors()
         folder = Path(save_directory)
         if folder.exists() and not folder.is_dir():
@@ -171,58 +177,157 @@ class HubMixin:
         with atomic_path(folder / WEIGHTS_NAME) as tmp:
             st.save_model(self, str(tmp), metadata={"format": "pt"})
         write_json_atomic(folder / CONFIG_NAME, {
-            "architecture": type(self).__name__, "library": "torch-layerscale",
-            "format_version": _FORMAT_VERSION, "model_args": config,
+            **config, "architecture": type(self).__name__, "library": "torch-layerscale",
+            "format_version": _FORMAT_VERSION,
         })
         write_text_atomic(folder / MODEL_CARD_NAME, self.model_card())
+        if push_to_hub:
+            self._upload(folder, repo_id or folder.name, **push_to_hub_kwargs)
         return folder
+
+    def push_to_hub(self, repo_id: str, *, commit_message: str = "Push model using torch-layerscale.",
+                    private: bool | None = None, token: str | None = None, branch: str | None = None,
+                    create_pr: bool | None = None) -> str:
+        """Save the model into a temporary folder and upload it to the Hugging Face Hub repository ``repo_id``
+        (created if needed), as ``huggingface_hub.ModelHubMixin.push_to_hub`` does; returns the commit URL. Needs
+        the ``hf`` extra; a failure (offline, no access) is one line naming the repository."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            self.save_pretrained(folder)
+            return self._upload(Path(folder), repo_id, commit_message=commit_message, private=private, token=token,
+                                branch=branch, create_pr=create_pr)
+
+    @staticmethod
+    def _upload(folder: Path, repo_id: str, *, commit_message: str = "Push model using torch-layerscale.",
+                private: bool | None = None, token: str | None = None, branch: str | None = None,
+                create_pr: bool | None = None) -> str:
+        try:
+            from huggingface_hub import HfApi
+        except ImportError:
+            raise ImportError("push_to_hub needs huggingface_hub: pip install 'torch-layerscale[hf]'") from None
+        api = HfApi(token=token)
+        try:
+            repo = api.create_repo(repo_id=repo_id, private=private, exist_ok=True)
+            commit = api.upload_folder(repo_id=getattr(repo, "repo_id", repo_id), folder_path=folder,
+                                       commit_message=commit_message, revision=branch, create_pr=create_pr)
+        except Exception as exc:  # offline, no token, no access: one line naming the repository
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise OSError(f"push_to_hub: could not upload to the Hugging Face Hub repo {repo_id!r} "
+                          f"({type(exc).__name__}: {reason})") from None
+        return str(commit)
 
     # ---- load ---------------------------------------------------------------------------------------------------
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *, revision: str | None = None,
                         cache_dir: str | os.PathLike | None = None, local_files_only: bool = False,
-                        map_location: str | torch.device = "cpu", strict: bool = True):
+                        force_download: bool = False, token: str | bool | None = None,
+                        map_location: str | torch.device = "cpu", strict: bool = True,
+                        torch_dtype: torch.dtype | str | None = None, **model_kwargs: Any):
         """Rebuild a model saved by :meth:`save_pretrained` from a local folder or a Hugging Face Hub repo id.
 
         The folder's ``config.json`` must name this class (``VisionTransformer.from_pretrained`` of a saved
-        ``CaiT`` is a ``ValueError``). A Hub id is downloaded with ``huggingface_hub`` (the ``hf`` extra; honours
-        ``HF_HUB_OFFLINE`` and ``local_files_only``); any failure to get it is one line naming the id. The model
-        is returned in eval mode, as Hugging Face loaders do.
+        ``CaiT`` is a ``ValueError``). ``model_kwargs`` override constructor arguments, as with
+        ``huggingface_hub.ModelHubMixin`` (an unknown one is a ``ValueError`` listing the allowed): with another
+        ``num_classes`` the head is newly initialised and every other weight loaded; with another ``img_size`` the
+        position embedding is resampled (:func:`~layerscale.models.pos_embed_resample.resample_pos_embed`); any
+        other weight whose shape the overrides change is a ``ValueError`` naming it. ``torch_dtype``
+        (``torch.float16``, ``"bfloat16"``, ...) casts the loaded model. A Hub id is downloaded with
+        ``huggingface_hub`` (the ``hf`` extra; honours ``HF_HUB_OFFLINE``, ``local_files_only``, ``token``,
+        ``revision``); any failure to get it is one line naming the id. The model is returned in eval mode, as
+        Hugging Face loaders do.
         """
+        dtype = _resolve_dtype(torch_dtype)
         folder = _resolve_folder(pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
-                                 local_files_only=local_files_only)
-        config = _read_config(folder / CONFIG_NAME)
-        if config["architecture"] != cls.__name__:
-            raise ValueError(f"{folder / CONFIG_NAME} describes a {config['architecture']}, not a {cls.__name__}; "
-                             f"load it with layerscale.{config['architecture']}.from_pretrained")
-        model = cls(**config["model_args"])
+                                 local_files_only=local_files_only, force_download=force_download, token=token)
+        architecture, saved_args = _read_config(folder / CONFIG_NAME)
+        allowed = list(inspect.signature(cls.__init__).parameters)[1:]
+        foreign = sorted(set(saved_args) - set(allowed))
+        if architecture is None and foreign:
+            raise ValueError(f"{folder / CONFIG_NAME}: not a {cls.__name__} config (no 'architecture', and keys "
+                             f"{foreign[:5]} are not its constructor arguments)")
+        architecture = architecture or cls.__name__
+        if architecture != cls.__name__:
+            raise ValueError(f"{folder / CONFIG_NAME} describes a {architecture}, not a {cls.__name__}; "
+                             f"load it with layerscale.{architecture}.from_pretrained")
+        unknown = sorted(set(model_kwargs) - set(allowed))
+        if unknown:
+            raise ValueError(f"from_pretrained: unknown constructor argument(s) {', '.join(unknown)} for "
+                             f"{cls.__name__}; allowed: {', '.join(allowed)}")
+        model = cls(**{**saved_args, **model_kwargs})
         weights = folder / WEIGHTS_NAME
         if not weights.is_file():
             raise FileNotFoundError(f"{weights}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
-        missing, unexpected = _safetensors().load_model(model, str(weights), strict=False, device=str(map_location))
+        tensors = _safetensors().load_file(str(weights), device=str(map_location))
+        tensors = _fit_overrides(model, tensors, weights, new_head=model_kwargs.get("num_classes", saved_args.get(
+            "num_classes")) != saved_args.get("num_classes"))
+        missing, unexpected = model.load_state_dict(tensors, strict=False)
+        missing = [k for k in missing if k not in _new_head_keys(model, tensors)]
         if strict and (missing or unexpected):
             raise ValueError(f"{weights} does not fit the {cls.__name__} its config.json builds: missing keys "
                              f"{sorted(missing)[:5]}, unexpected keys {sorted(unexpected)[:5]}")
+        if dtype is not None:
+            model.to(dtype)
         return model.eval()
 
 
-def _read_config(path: Path) -> dict[str, Any]:
+def _resolve_dtype(torch_dtype: torch.dtype | str | None) -> torch.dtype | None:
+    if torch_dtype is None or isinstance(torch_dtype, torch.dtype):
+        return torch_dtype
+    dtype = getattr(torch, torch_dtype, None) if isinstance(torch_dtype, str) else None
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"torch_dtype={torch_dtype!r}: expected a floating torch.dtype or its name "
+                         f"('float32', 'float16', 'bfloat16')")
+    return dtype
+
+
+def _new_head_keys(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> set[str]:
+    """The head's keys that ``tensors`` leaves out because the head was asked to be new."""
+    return {k for k in model.state_dict() if k.startswith("head.") and k not in tensors}
+
+
+def _fit_overrides(model: torch.nn.Module, tensors: dict[str, torch.Tensor], weights: Path,
+                   new_head: bool) -> dict[str, torch.Tensor]:
+    """``tensors`` made to fit a model built with overrides: a new head left out, ``pos_embed`` resampled to the
+    model's grid; any other shape difference is a ``ValueError`` naming the key."""
+    from .pos_embed_resample import resample_pos_embed
+
+    own = model.state_dict()
+    out = {}
+    for key, value in tensors.items():
+        if key.startswith("head.") and new_head:
+            continue
+        if key == "pos_embed" and key in own and own[key].shape != value.shape:
+            grid = model.patch_embed.grid_size
+            value = resample_pos_embed(value, (grid, grid), num_prefix_tokens=own[key].shape[1] -
+                                       model.patch_embed.num_patches)
+        if key in own and own[key].shape != value.shape:
+            raise ValueError(f"{weights}: {key} has shape {tuple(value.shape)}, the model built with these "
+                             f"overrides needs {tuple(own[key].shape)}")
+        out[key] = value
+    return out
+
+
+def _read_config(path: Path) -> tuple[str, dict[str, Any]]:
+    """``(architecture, constructor arguments)`` of a saved ``config.json`` (format 2, or 1 with ``model_args``)."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not (isinstance(config, dict) and isinstance(config.get("architecture"), str)
-            and isinstance(config.get("model_args"), dict)):
-        raise ValueError(f"{path}: not a torch-layerscale model config (expected 'architecture' and 'model_args'; "
-                         f"written by save_pretrained)")
-    return config
+    if not isinstance(config, dict) or not isinstance(config.get("architecture", ""), str):
+        raise ValueError(f"{path}: not a torch-layerscale model config (expected the constructor arguments and "
+                         f"'architecture'; written by save_pretrained)")
+    if isinstance(config.get("model_args"), dict):  # format 1
+        return config["architecture"], dict(config["model_args"])
+    # without 'architecture': written by huggingface_hub's own mixin, for the class that loads it
+    return config.get("architecture"), {k: v for k, v in config.items() if k not in _METADATA_KEYS}
 
 
 def _resolve_folder(name: str | os.PathLike, *, revision: str | None, cache_dir: str | os.PathLike | None,
-                    local_files_only: bool) -> Path:
+                    local_files_only: bool, force_download: bool = False, token: str | bool | None = None) -> Path:
     path = Path(name)
     if path.is_dir():
         return path
@@ -236,7 +341,7 @@ def _resolve_folder(name: str | os.PathLike, *, revision: str | None, cache_dir:
                           f"huggingface_hub: pip install 'torch-layerscale[hf]'") from None
     try:
         downloaded = snapshot_download(repo_id=text, revision=revision, cache_dir=cache_dir,
-                                       local_files_only=local_files_only,
+                                       local_files_only=local_files_only, force_download=force_download, token=token,
                                        allow_patterns=[CONFIG_NAME, WEIGHTS_NAME, MODEL_CARD_NAME])
     except Exception as exc:  # offline, unknown repo, no access, bad id: all one line naming the id
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
