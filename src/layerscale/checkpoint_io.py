@@ -36,8 +36,11 @@ __all__ = [
     "save_safetensors_atomic",
 ]
 
-#: Keys under which training scripts commonly store the weights (official DeiT / CaiT: ``{"model": ...}``).
-STATE_DICT_CONTAINERS = ("model", "state_dict", "model_state_dict")
+#: Keys under which training scripts store the weights, in the order they are looked for: timm's order first —
+#: the EMA weights (``state_dict_ema`` of timm's ``CheckpointSaver``, ``model_ema`` of the official DeiT / CaiT
+#: training) before the raw ones, as timm's ``load_checkpoint`` and its pretrained-file loading both take them —
+#: then ``model_state_dict``. The key used is reported (``container``).
+STATE_DICT_CONTAINERS = ("state_dict_ema", "model_ema", "state_dict", "model", "model_state_dict")
 
 _SAFETENSORS_EXTRA = "pip install safetensors (or 'torch-layerscale[train]')"
 

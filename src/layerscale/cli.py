@@ -6,6 +6,8 @@ import argparse
 import importlib
 import sys
 
+from .suggest import did_you_mean
+
 # sub-command -> (module providing add_arguments/run, one-line help). Adding a command: one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("layerscale.demo", "a small depth study on the bundled digits: 3 methods x 2 depths, tuned learning "
@@ -49,10 +51,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
+    """Entry point. An unknown sub-command is one line with the closest command names (``layerscale trian`` →
+    "did you mean train?") and exit status 2. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
     extra) print one line ``layerscale: error: ...`` and exit with status 2; other exceptions propagate."""
     argv = sys.argv[1:] if argv is None else list(argv)
     command = chosen_command(argv)
+    named = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command is None and named is not None:  # argparse would list the choices, without a suggestion
+        print(f"usage: layerscale COMMAND ...\nlayerscale: error: unknown command {named!r}"
+              f"{did_you_mean(named, COMMANDS)}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
     parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
     try:

@@ -1,8 +1,8 @@
 """Every ```python block of README.md and docs/*.md runs as written.
 
 Each Markdown file's blocks run in order, in one namespace (a later block may use an earlier block's names, as a
-reader following the page does), in a fresh temporary working directory holding a copy of the repository's
-``configs/`` (the README's commands run from the repository root).
+reader following the page does), in a fresh, empty temporary working directory (a reader with a ``pip install``-ed package and no repository: the
+configs the pages name are the packaged ones).
 
 Set-up a reader does not need to see (a file a block reads, a loader a loop iterates) sits in a ```python block
 inside an HTML comment that starts with ``<!-- snippet-setup``: hidden when the page is rendered, run in its place
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import traceback
 from pathlib import Path
 
@@ -55,7 +54,7 @@ def test_the_block_extractor_finds_blocks_and_their_lines(tmp_path):
 
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: p.relative_to(REPO).as_posix())
 def test_every_python_block_runs(page, tmp_path, monkeypatch):
-    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    assert not any(tmp_path.iterdir())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     torch.manual_seed(0)

@@ -4,6 +4,10 @@ architecture, and the diagnostics monitor finding the blocks."""
 
 from __future__ import annotations
 
+import json
+import pickle
+import warnings
+
 import pytest
 import torch
 
@@ -87,10 +91,13 @@ def test_save_pretrained_round_trip_keeps_the_scales(tmp_path, family):
         torch.testing.assert_close(loaded.get_parameter(name), param, rtol=0, atol=0)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x).logits, expected, rtol=0, atol=0)
-    # the plain loader would silently lose the scales: the helper exists for this reason
-    plain = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
-    with torch.no_grad():
-        assert not torch.allclose(plain(x).logits, expected)
+    # the plain loader would silently lose the scales, so the saved config marks them and it refuses loudly
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == f"{family}_layerscale"
+    with pytest.raises(ValueError, match=f"model type `{family}_layerscale`"):
+        transformers.AutoModelForCausalLM.from_pretrained(tmp_path)
+    assert loaded.config.model_type == f"{family}_layerscale"  # loaded with γ: still marked
+    fold_layerscale(loaded)
+    assert loaded.config.model_type == family and "layerscale_loader" not in loaded.config.to_dict()
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
@@ -108,8 +115,9 @@ def test_fold_restores_the_original_architecture_and_keys(tmp_path, family):
     assert {n: type(m) for n, m in model.named_modules()} == types
     with torch.no_grad():
         torch.testing.assert_close(model(x).logits, expected, rtol=1e-5, atol=1e-5)
+    assert model.config.model_type == family  # no γ left: the model's own type again
     model.save_pretrained(tmp_path)
-    plain = type(model).from_pretrained(tmp_path).eval()  # an ordinary checkpoint now
+    plain = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()  # an ordinary checkpoint now
     with torch.no_grad():
         torch.testing.assert_close(plain(x).logits, expected, rtol=1e-5, atol=1e-5)
     assert from_pretrained_with_layerscale(type(model), tmp_path).state_dict().keys() == keys.keys()
@@ -137,3 +145,22 @@ def test_errors_are_one_line(tmp_path):
         add_layerscale(torch.nn.Linear(2, 2))
     with pytest.raises(FileNotFoundError, match="no model.safetensors"):
         from_pretrained_with_layerscale(transformers.AutoModelForCausalLM, tmp_path)
+
+
+def test_a_marked_model_still_runs_generates_and_pickles():
+    model = add_layerscale(_build("llama"), init_value=1.0)
+    assert model.config.model_type == "llama_layerscale"
+    x = _tokens()
+    with torch.no_grad():
+        assert model.generate(x[:, :3], max_new_tokens=2, do_sample=False).shape == (2, 5)
+    again = pickle.loads(pickle.dumps(model))
+    with torch.no_grad():
+        torch.testing.assert_close(again(x).logits, model(x).logits, rtol=0, atol=0)
+
+
+def test_add_layerscale_without_init_value_warns_on_a_language_model():
+    with pytest.warns(UserWarning, match=r"no init_value given, so γ starts at .* usually wants init_value=1.0"):
+        add_layerscale(_build("gpt2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        add_layerscale(_build("gpt2"), init_value=1.0)

@@ -66,8 +66,8 @@ def test_classifier_interface(build):
     model.reset_classifier(0, global_pool="token")
     assert isinstance(model.get_classifier(), nn.Identity)
     torch.testing.assert_close(model(x), features)
-    with pytest.raises(ValueError, match="global_pool='avg'"):
-        model.reset_classifier(3, global_pool="avg")
+    with pytest.raises(ValueError, match="global_pool='max': allowed 'token'"):
+        model.reset_classifier(3, global_pool="max")
     with pytest.raises(ValueError, match="num_classes must be an int >= 0"):
         model.reset_classifier(-1)
 

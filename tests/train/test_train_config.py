@@ -7,7 +7,7 @@ from layerscale.train import TrainConfig
 from layerscale.train.config import iter_fields
 from layerscale.train.config_file import apply_overrides, dump_config, load_config_file, parse_scalar
 
-CONFIG_FILES = sorted((REPO / "configs").glob("*.y*ml")) + sorted((REPO / "configs").glob("*.json"))
+CONFIG_FILES = sorted((REPO / "src" / "layerscale" / "configs").glob("*.y*ml"))
 
 
 def test_configs_folder_has_the_promised_examples():

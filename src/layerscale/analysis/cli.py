@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .report import analysis_page
     from .source import analyze_run
 
     out = Path(args.out)
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                          batch_size=args.batch_size, loss_threshold=args.threshold,
                          near_identity=args.near_identity, probes=not args.no_probes, device=args.device or "cpu",
                          progress=not args.no_progress)
-    paths = result.write(out)
+    paths = result.write(out, html=analysis_page(result))
     print(f"{result.model} ({result.residual or 'residual method unknown'}), {result.depth} blocks, "
           f"{result.num_examples} examples: loss {result.clean_loss:.4f}, accuracy {result.clean_accuracy:.4f}")
     for line in result.summary.lines:

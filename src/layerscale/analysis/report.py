@@ -15,7 +15,8 @@ from collections import defaultdict
 from typing import Sequence
 
 from ..diagnostics import plots
-from ..diagnostics.report import _CSS, ReportSection, _png_bytes
+from ..diagnostics.html_parts import REPORT_CSS, figure_png_bytes
+from ..diagnostics.report import ReportSection
 from .result import DepthAnalysis
 
 __all__ = ["analysis_sections", "analysis_page", "figure_ablation", "figure_early_exit", "figure_geometry",
@@ -185,13 +186,13 @@ def analysis_page(result: DepthAnalysis, title: str | None = None, dpi: int = 10
     summary = "".join(f"<li>{html.escape(line)}</li>" for line in result.summary.lines)
     parts = []
     for section in analysis_sections(result):
-        data = _png_bytes(section.figure, dpi)
+        data = figure_png_bytes(section.figure, dpi)
         encoded = base64.b64encode(data).decode("ascii")
         parts.append(f"<h2>{html.escape(section.title)}</h2>\n<p>{html.escape(section.text)}</p>\n"
                      f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{encoded}">')
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_CSS}</style></head><body>
+<style>{REPORT_CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="meta">Generated {time.strftime('%Y-%m-%d %H:%M')} by <code>layerscale analyze</code>. Every number is in
 <code>analysis.json</code>; one row per block in <code>analysis.csv</code>.</p>

@@ -126,17 +126,16 @@ class DepthAnalysis:
             writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
         return buffer.getvalue()
 
-    def write(self, out_dir: str | os.PathLike, html: bool = True) -> dict[str, Path]:
-        """Write ``analysis.json``, ``analysis.csv`` and (with ``html``) ``analysis.html`` into ``out_dir``, each
+    def write(self, out_dir: str | os.PathLike, html: str | None = None) -> dict[str, Path]:
+        """Write ``analysis.json``, ``analysis.csv`` and, given ``html`` (the page
+        :func:`layerscale.analysis.report.analysis_page` renders), ``analysis.html`` into ``out_dir``, each
         atomically; returns their paths by kind."""
         out = Path(out_dir)
         paths = {"json": out / "analysis.json", "csv": out / "analysis.csv"}
         texts = {"json": self.to_json(), "csv": self.to_csv()}
-        if html:
-            from .report import analysis_page
-
+        if html is not None:
             paths["html"] = out / "analysis.html"
-            texts["html"] = analysis_page(self)  # rendered before anything is written
+            texts["html"] = html
         out.mkdir(parents=True, exist_ok=True)
         for kind, path in paths.items():
             write_text_atomic(path, texts[kind])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 import re
 import time
@@ -21,7 +20,9 @@ from typing import Any, Sequence
 
 from ..atomic_io import write_bytes_atomic
 from . import plots
+from .html_parts import REPORT_CSS, figure_png_bytes
 from .run_data import RunData, read_run
+from .run_dirs import distinct_run_names, expand_run_dirs
 
 __all__ = ["ReportSection", "Report", "standard_sections", "write_html_document", "write_report"]
 
@@ -127,31 +128,15 @@ def _warnings_table(runs: Sequence[RunData]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-_CSS = """
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1240px;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.7em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
-.meta { color: #666; font-size: 0.9em; }
-table { border-collapse: collapse; font-size: 0.9em; margin: 0.8em 0; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; } th { background: #f3f3f3; }
-img { max-width: 100%; height: auto; display: block; margin: 0.6em 0; border: 1px solid #eee; }
-.notes li { color: #8a5300; }
-"""
-
-
-def _png_bytes(figure, dpi: int) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
-
-
 def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.PathLike | RunData,
                  out_path: str | os.PathLike = "report.html", extra_sections: Sequence[ReportSection] = (),
                  title: str | None = None, dpi: int = 100,
                  lead_sections: Sequence[ReportSection] = ()) -> Report:
     """Write the HTML report of ``run_dirs`` (run directories, or :class:`RunData` built by the caller) to
     ``out_path``: ``lead_sections`` right after the runs table (a study's headline figure), then the standard
-    figures and the warnings, then ``extra_sections``. PNGs also go to ``<out stem>_figures/`` beside it.
+    figures and the warnings, then ``extra_sections``. PNGs also go to ``<out stem>_figures/`` beside it. A folder
+    of run directories (Lightning's ``lightning_logs/``) stands for the runs in it; runs whose folders share a name
+    are told apart by their parent folders (:mod:`layerscale.diagnostics.run_dirs`).
 
     Raises ``FileNotFoundError`` naming a missing run directory or file (``config.yaml``, ``metrics.jsonl``),
     ``ValueError`` when no run is given or two runs share a name, ``ImportError`` without matplotlib.
@@ -161,7 +146,9 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
     plots.require_matplotlib()
-    runs = [item if isinstance(item, RunData) else read_run(item) for item in run_dirs]
+    folders = expand_run_dirs([item for item in run_dirs if not isinstance(item, RunData)])
+    runs = [item for item in run_dirs if isinstance(item, RunData)]  # built by the caller: named by it
+    runs += [read_run(path, name) for path, name in zip(folders, distinct_run_names(folders))]
     names = [run.name for run in runs]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
@@ -195,7 +182,7 @@ def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSe
         if section.text:
             parts.append(f"<p>{html.escape(section.text)}</p>")
         if section.figure is not None:
-            data = _png_bytes(section.figure, dpi)
+            data = figure_png_bytes(section.figure, dpi)
             path = figures_dir / f"{section.file_stem}.png"
             write_bytes_atomic(path, data)
             report.figure_paths[section.file_stem] = path
@@ -207,7 +194,7 @@ def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSe
 
     document = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_CSS}</style></head><body>
+<style>{REPORT_CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="meta">Generated {time.strftime('%Y-%m-%d %H:%M')} by <code>{html.escape(generator)}</code>.
 Figures are embedded; the same PNGs are in <code>{html.escape(figures_dir.name)}/</code>.</p>

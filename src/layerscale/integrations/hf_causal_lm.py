@@ -3,9 +3,10 @@
 ``add_layerscale`` puts a per-channel scale ``layer_scale`` in the output layer of every residual branch of GPT-2
 and Llama-family models (:mod:`layerscale.surgery.hf_decoder_layers`); ``model.save_pretrained(dir)`` writes those
 scales beside the other weights (keys ``...c_proj.layer_scale`` / ``...o_proj.layer_scale`` /
-``...down_proj.layer_scale``; deliberately not ``gamma``, which some transformers releases rename on load). A plain
-``from_pretrained`` builds the architecture without scales and drops those keys, so the retrofitted model is
-loaded with :func:`from_pretrained_with_layerscale`: the usual ``from_pretrained`` for everything else, then the
+``...down_proj.layer_scale``; deliberately not ``gamma``, which some transformers releases rename on load), and
+``config.json`` with ``model_type`` ``<type>_layerscale`` (:mod:`layerscale.surgery.hf_layerscale_config`), so
+that a plain ``AutoModelForCausalLM.from_pretrained`` fails loudly instead of building the architecture without
+scales and dropping those keys. The retrofitted model is loaded with :func:`from_pretrained_with_layerscale`: the usual ``from_pretrained`` for everything else, then the
 same scales added back and filled from the checkpoint — the loaded model computes what the saved one did.
 A model folded with :func:`layerscale.fold_layerscale` has no scale keys and loads with plain ``from_pretrained``.
 """
@@ -62,6 +63,30 @@ def _scale_tensors(folder: Path) -> dict[str, torch.Tensor]:
     return scales
 
 
+def _unmarked_config(folder: Path):
+    """The saved config, of the model type it had before ``add_layerscale`` marked it; ``None`` for a config
+    without the mark (plain ``from_pretrained`` reads it)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from ..surgery.hf_layerscale_config import LOADER_KEY, base_model_type
+
+    path = folder / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; save the model with save_pretrained")
+    saved_type = json.loads(path.read_text(encoding="utf-8")).get("model_type")
+    if not isinstance(saved_type, str) or base_model_type(saved_type) == saved_type:
+        return None
+    base = base_model_type(saved_type)
+    if base not in CONFIG_MAPPING:
+        raise ValueError(f"{path}: model type {saved_type!r} marks LayerScale on a {base!r} model, which this "
+                         f"transformers release does not know")
+    config = CONFIG_MAPPING[base].from_pretrained(folder)
+    config.__dict__.pop(LOADER_KEY, None)
+    if config.__dict__.get("model_type") == saved_type:  # read from config.json as an attribute: the class says
+        del config.__dict__["model_type"]
+    return config
+
+
 def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_path: str | os.PathLike,
                                     **kwargs: Any):
     """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint saved after ``add_layerscale``.
@@ -82,6 +107,9 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
     if scales:  # the scale keys are reported as unexpected by the plain load; they are loaded just below
         hf_logging.set_verbosity_error()
     try:
+        config = _unmarked_config(folder) if "config" not in kwargs else None
+        if config is not None:
+            kwargs["config"] = config
         model = model_class.from_pretrained(folder, **kwargs)
     finally:
         hf_logging.set_verbosity(verbosity)

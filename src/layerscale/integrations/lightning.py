@@ -8,7 +8,13 @@ Face's — every ``every`` optimizer steps, and
   TensorBoard output of ``layerscale train`` uses);
 * writes a run directory that ``layerscale report`` reads: ``metrics.jsonl`` (training loss, the logged validation
   metrics, the diagnostics records and warnings), ``config.yaml`` (the model's class, residual method and depth)
-  and, when fitting ends, ``summary.json``.
+  and, when fitting ends, ``summary.json``. The directory is ``dirpath``, else the logger's ``log_dir`` (a new
+  ``version_N`` per run), else — ``logger=False`` — a new ``lightning_logs/version_N`` under the trainer's
+  ``default_root_dir`` (never the folder itself: a second run never appends to the first one's records).
+
+One ``train`` record per optimizer step (every ``log_every_n_steps``, and step 1): its ``loss`` is the mean of the
+losses ``training_step`` returned for that step's micro-batches. Lightning hands callbacks each micro-batch's loss
+divided by ``accumulate_grad_batches``; the callback multiplies it back before averaging.
 
 Steps are counted as the trainer counts optimizer steps: the record of step ``s`` describes the forward and backward
 that the ``s``-th optimizer step applies (with gradient accumulation, all of its micro-batches). Gradient norms are
@@ -51,11 +57,18 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def _new_version_dir(root: Path) -> Path:
+    """``root/version_N`` with ``N`` one more than the largest existing version (0 for the first), as
+    Lightning's own loggers number their runs."""
+    taken = [int(p.name[8:]) for p in root.glob("version_*") if p.name[8:].isdigit()] if root.is_dir() else []
+    return root / f"version_{max(taken, default=-1) + 1}"
+
+
 class LayerScaleMonitor(Callback):
     """Per-block diagnostics of a Lightning run, logged and written to ``dirpath`` for ``layerscale report``.
 
     ``every``: record every ``every`` optimizer steps (and the first step). ``dirpath``: the run directory
-    (default: the trainer's ``log_dir``, else its ``default_root_dir``). ``eval_metrics``: report field →
+    (default: the logger's ``log_dir``; without a logger a new ``default_root_dir/lightning_logs/version_N``). ``eval_metrics``: report field →
     the name your ``LightningModule`` logs it under during validation (default ``loss`` ← ``val_loss``,
     ``accuracy`` ← ``val_acc``); each one present is written as an ``eval`` record. ``thresholds`` and
     ``track_updates`` as in :class:`layerscale.diagnostics.LayerScaleMonitor`. A bad ``every`` or a module without
@@ -78,6 +91,8 @@ class LayerScaleMonitor(Callback):
         self.run_dir: Path | None = None
         self._trainer = None
         self._file = None
+        self._micro_losses: list[float] = []  # the losses of the optimizer step being accumulated
+        self._last_step = 0
 
     # ---- fit lifecycle --------------------------------------------------------------------------------------
 
@@ -88,13 +103,15 @@ class LayerScaleMonitor(Callback):
                                      thresholds=self.thresholds, track_updates=self.track_updates, warn=main)
         if not main:
             return
-        self.run_dir = self.dirpath or Path(trainer.log_dir or trainer.default_root_dir)
+        self.run_dir = self.dirpath or (Path(trainer.log_dir) if trainer.loggers and trainer.log_dir
+                                        else _new_version_dir(Path(trainer.default_root_dir) / "lightning_logs"))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.run_dir / CONFIG_FILE, json.dumps(self._config(pl_module), indent=2) + "\n")
 
     def on_train_start(self, trainer, pl_module) -> None:
         if self.run_dir is None or self._file is not None:
             return
+        self._last_step, self._micro_losses = trainer.global_step, []
         if trainer.global_step:  # resumed (the step is restored after on_fit_start): drop the records written
             truncate_metrics(self.run_dir / METRICS_FILE, trainer.global_step)  # after the checkpoint
         self._file = open(self.run_dir / METRICS_FILE, "a", encoding="utf-8")  # noqa: SIM115 (closed at fit end)
@@ -125,8 +142,14 @@ class LayerScaleMonitor(Callback):
         if self.monitor.active and self.monitor.current_step == step:  # its optimizer step has been taken
             self.monitor.after_optimizer_step()
         loss = _number(outputs.get("loss") if isinstance(outputs, dict) else outputs)
-        if loss is not None and (step % trainer.log_every_n_steps == 0 or step == 1):
-            self._write({"split": "train", "step": step, "loss": loss})
+        if loss is not None:  # Lightning passes the micro-batch loss divided by the accumulation count
+            self._micro_losses.append(loss * trainer.accumulate_grad_batches)
+        if step == self._last_step:
+            return  # no optimizer step yet: another micro-batch of this one follows
+        self._last_step = step
+        losses, self._micro_losses = self._micro_losses, []
+        if losses and (step % trainer.log_every_n_steps == 0 or step == 1):
+            self._write({"split": "train", "step": step, "loss": sum(losses) / len(losses)})
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking:

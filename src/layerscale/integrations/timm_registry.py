@@ -6,7 +6,8 @@ and ``cait`` families) is registered under its name prefixed with ``ls_`` — ``
 configuration (``cait_xxs24_224`` stays timm's). The GPT language models are not registered: timm's tools assume
 images. After registration timm's own functions work on our models: ``timm.create_model`` (with timm's
 ``pretrained``, ``pretrained_cfg``, ``pretrained_cfg_overlay``, ``cache_dir``, ``checkpoint_path`` arguments),
-``timm.list_models("ls_*")``, ``timm.optim.create_optimizer_v2`` (it reads ``no_weight_decay()``),
+``timm.create_model(..., features_only=True, out_indices=...)`` (timm's ``FeatureGetterNet`` around the model,
+as timm wraps its ``VisionTransformer``), ``timm.list_models("ls_*")``, ``timm.optim.create_optimizer_v2`` (it reads ``no_weight_decay()``),
 ``timm.data.resolve_data_config`` (it reads ``pretrained_cfg``), ``timm.utils.ModelEmaV3`` and timm's
 ``train.py --model ls_...``.
 """
@@ -54,10 +55,18 @@ def _entrypoint(name: str) -> Callable[..., Any]:
 
         del cache_dir
         kwargs.pop("pretrained_model_args", None)  # timm's record of hub-config arguments, already in kwargs
-        global_pool = kwargs.pop("global_pool", None)
-        if global_pool not in (None, "token"):
-            raise ValueError(f"global_pool={global_pool!r}: {timm_name(name)} pools by the class token; "
-                             f"allowed: 'token'")
+        if kwargs.get("global_pool") == "avg":  # timm's constructor then normalises after pooling (fc_norm)
+            raise ValueError(f"global_pool='avg' at construction: timm's models then use fc_norm after pooling, "
+                             f"{timm_name(name)} normalises every token before it; build it with 'token' and call "
+                             f"reset_classifier(num_classes, global_pool='avg') (timm's semantics there are ours)")
+        features_only = kwargs.pop("features_only", False)
+        out_indices = kwargs.pop("out_indices", 3)  # timm's default for ViT and CaiT: the last three blocks
+        feature_cls = kwargs.pop("feature_cls", "getter")
+        if features_only:
+            if feature_cls != "getter":
+                raise ValueError(f"feature_cls={feature_cls!r}: {timm_name(name)} extracts features through "
+                                 f"forward_intermediates; allowed: 'getter'")
+            kwargs["num_classes"] = 0  # as timm: a feature extractor has no classifier
         cfg = _pretrained_cfg_dict(name, pretrained_cfg)
         cfg.update(pretrained_cfg_overlay or {})
         # a pretrained_cfg of timm's carries url / hf_hub_id fields; only a local file is ever used
@@ -65,7 +74,14 @@ def _entrypoint(name: str) -> Callable[..., Any]:
                    if v is not None and k not in ("architecture", "tag", "input_size", "num_classes")}
         if not pretrained:
             overlay.pop("file", None)
-        return create_model(name, pretrained=pretrained, pretrained_cfg_overlay=overlay, **kwargs)
+        model = create_model(name, pretrained=pretrained, pretrained_cfg_overlay=overlay, **kwargs)
+        if not features_only:
+            return model
+        from timm.models._features import FeatureGetterNet
+
+        features = FeatureGetterNet(model, out_indices=out_indices)  # timm's wrapper of its own ViT / Cait
+        features.pretrained_cfg = features.default_cfg = model.pretrained_cfg
+        return features
 
     build.__name__ = build.__qualname__ = timm_name(name)
     build.__module__ = __name__

@@ -141,7 +141,7 @@ def _read(checkpoint: str | os.PathLike | Mapping[str, Any] | nn.Module) -> tupl
 
 def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mapping[str, Any] | nn.Module,
                          source: str = "auto", *, strict: bool = True, drop: Sequence[str] = (),
-                         config: Any = None) -> ConversionReport:
+                         config: Any = None, resample_pos_embed: bool = False) -> ConversionReport:
     """Load ``checkpoint`` (a path, a state dict, or a model object; any supported format) into ``model``; return
     the report.
 
@@ -156,6 +156,10 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     model object (timm ``VisionTransformer`` / ``Cait``, ``transformers`` ``Dinov2Model``, ours) or ``config``
     (a Hugging Face DINOv2 config, its dict or its ``config.json`` path) is given; a difference raises
     ``ValueError`` naming it. Otherwise the report's ``unchecked`` lists the settings that went unchecked.
+
+    ``resample_pos_embed=True``: a ``pos_embed`` of another patch grid (weights trained at another image size) is
+    resampled to the model's grid as timm does when it loads pretrained weights
+    (:func:`layerscale.models.pos_embed_resample.resample_pos_embed`), and noted in the report.
     """
     source_settings = model_settings(checkpoint) if isinstance(checkpoint, nn.Module) else {}
     if config is not None:
@@ -168,6 +172,8 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     tensors, notes = _read(checkpoint)
     target = format_of_model(model)
     converted, report = convert_with_report(tensors, source, target, drop=drop)
+    if resample_pos_embed:
+        converted = _pos_embed_for_grid(model, converted, report.notes)
     _refuse_peerless_residual(model, report.source)
     report.notes[:0] = notes
     if source_settings and target_settings:
@@ -181,6 +187,23 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     if missing:
         report.notes.append(f"kept the model's own values for {len(missing)} key(s) {format_keys(missing)}")
     return report
+
+
+def _pos_embed_for_grid(model: nn.Module, state_dict: dict[str, torch.Tensor], notes: list[str]) -> dict:
+    """``state_dict`` with its ``pos_embed`` resampled to ``model``'s patch grid where the sizes differ."""
+    from ..models.pos_embed_resample import resample_pos_embed
+
+    own = model.state_dict().get("pos_embed")
+    given = state_dict.get("pos_embed")
+    patch_embed = getattr(model, "patch_embed", None)
+    if own is None or given is None or patch_embed is None or own.shape == given.shape:
+        return state_dict
+    prefix = own.shape[1] - patch_embed.num_patches  # ViT with the class token's position inside: 1
+    grid = patch_embed.grid_size
+    resampled = resample_pos_embed(given, (grid, grid), num_prefix_tokens=prefix)
+    notes.append(f"pos_embed resampled from {tuple(given.shape)} to {tuple(resampled.shape)} (bicubic, antialiased: "
+                 f"the checkpoint was trained at another image size)")
+    return {**state_dict, "pos_embed": resampled}
 
 
 #: Residual methods whose blocks have no timm / Hugging Face counterpart: extra streams (Hyper-Connections, mHC),

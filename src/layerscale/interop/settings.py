@@ -101,7 +101,8 @@ def _ours(model: nn.Module) -> dict[str, Any]:
     norm = getattr(block, "norm1", None) or getattr(model, "norm", None)
     residual = getattr(block, "residual", None)
     return {
-        "pooling": "token", "fc_norm": False, "class_token": hasattr(model, "cls_token"), "register_tokens": 0,
+        "pooling": getattr(model, "global_pool", "token") or "none", "fc_norm": False,
+        "class_token": getattr(model, "cls_token", None) is not None, "register_tokens": 0,
         "norm_pre": False,
         "qkv_bias": getattr(block.attn, "qkv", None) is not None and block.attn.qkv.bias is not None,
         "qk_norm": False,

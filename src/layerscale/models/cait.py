@@ -12,14 +12,20 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..integrations.hub import HubMixin
+from .hub_mixin import HubMixin
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.drop_path import drop_path_rates
 from ..layers.layer_scale import init_value_for_depth
 from ..layers.patch_embed import PatchEmbed
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
-from .timm_api import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, TimmClassifierAPI, classifier_head
+from .timm_api import (
+    IMAGENET_DEFAULT_MEAN,
+    IMAGENET_DEFAULT_STD,
+    TimmClassifierAPI,
+    check_global_pool,
+    classifier_head,
+)
 from .trunk_args import resolve_trunk_args
 from .validation import check_patch, check_positive_int
 
@@ -30,10 +36,12 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
     """CaiT classifier. ``init_value=None`` takes the depth rule of the self-attention depth.
 
     ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
-    ``grad_checkpointing=True`` recomputes each block (class-attention blocks too) in the backward. timm's
+    ``grad_checkpointing=True`` recomputes each block (class-attention blocks too) in the backward.
+    ``global_pool`` (``"token"``, ``"avg"``, ``""``) and ``dynamic_img_size`` as in
+    :class:`~layerscale.models.vit.VisionTransformer` (timm's ``Cait`` has no ``dynamic_img_size``). timm's
     interface comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI` (``forward_intermediates`` returns
     the self-attention blocks' patch tokens, as timm's ``Cait``), ``save_pretrained`` / ``from_pretrained`` from
-    :class:`~layerscale.integrations.hub.HubMixin`.
+    :class:`~layerscale.models.hub_mixin.HubMixin`.
     """
 
     _cfg_defaults = dict(interpolation="bicubic", crop_pct=1.0, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,
@@ -46,7 +54,7 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
                  drop_path_schedule: str = "uniform", norm_eps: float = 1e-6,
                  grad_checkpointing: bool = False, init_values: float | None = None,
-                 norm: str = "layernorm") -> None:
+                 norm: str = "layernorm", global_pool: str = "token", dynamic_img_size: bool = False) -> None:
         super().__init__()
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("depth_token_only", depth_token_only)
@@ -59,8 +67,9 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
         total = depth + depth_token_only
         self.num_classes, self.embed_dim, self.depth, self.residual = num_classes, embed_dim, depth, method.name
         self.init_value = epsilon
+        self.global_pool, self.dynamic_img_size = check_global_pool(global_pool), bool(dynamic_img_size)
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
-        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, strict_img_size=not dynamic_img_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches, embed_dim))
         self.pos_drop = nn.Dropout(drop_rate)
@@ -90,10 +99,14 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
 
     def _embed_tokens(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W) -> (B, N, D)``: patches with the position embedding, before the blocks."""
-        return self.pos_drop(self.patch_embed(x) + self.pos_embed)
+        pos_embed = self._position_embedding(self.patch_embed.feature_grid(x))
+        return self.pos_drop(self.patch_embed(x) + pos_embed)
 
     def _finish_features(self, x: torch.Tensor) -> torch.Tensor:
-        """The self-attention blocks' output ``(B, N, D)`` → class attention → normalised ``[cls; patches]``."""
+        """The self-attention blocks' output ``(B, N, D)`` → class attention → normalised ``[cls; patches]``
+        (without a class token, pruned by ``prune_intermediate_layers``: the normalised patches)."""
+        if self.cls_token is None:
+            return x if self.norm is None else self.norm(x)
         cls = self.residual_method.expand_stream(self.cls_token.expand(x.shape[0], -1, -1))
         for block in self.blocks_token_only:
             cls = self._run_block(block, x, cls)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..integrations.hub import HubMixin
+from .hub_mixin import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
@@ -29,7 +29,7 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
     ``no_weight_decay``, ``num_features``, ``forward_intermediates`` (token format ``NLC``) and timm's
     ``init_values`` come from :class:`~layerscale.models.timm_api.TimmModelAPI`; ``save_pretrained`` /
-    ``from_pretrained`` from :class:`~layerscale.integrations.hub.HubMixin`.
+    ``from_pretrained`` from :class:`~layerscale.models.hub_mixin.HubMixin`.
     """
 
     _cfg_defaults = dict(first_conv=None, classifier=None)

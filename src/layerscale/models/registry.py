@@ -154,11 +154,11 @@ def _load_local_weights(model: nn.Module, path: str, head_may_differ: bool) -> N
             raise FileNotFoundError(f"{path}: a folder without model.safetensors; pass the weights file itself")
         path = weights
     try:
-        load_pretrained_into(model, path)
+        load_pretrained_into(model, path, resample_pos_embed=True)
     except ValueError as error:
         if not head_may_differ:
             raise
         try:  # another num_classes than the file's: load everything but the head
-            load_pretrained_into(model, path, strict=False, drop=("head.",))
+            load_pretrained_into(model, path, strict=False, drop=("head.",), resample_pos_embed=True)
         except ValueError:
             raise error from None

@@ -7,8 +7,13 @@ signatures and semantics (timm ``VisionTransformer`` is the reference):
 * ``pretrained_cfg`` / ``default_cfg``: the data configuration (input size from the model's own ``img_size`` and
   ``in_chans``, interpolation, mean / std, ``crop_pct``, ``num_classes``, ``first_conv``, ``classifier``);
 * ``no_weight_decay()``: the parameter names that :func:`layerscale.param_groups` keeps out of weight decay;
-* ``get_classifier()``, ``reset_classifier(num_classes, global_pool=None)``, ``num_features``,
+* ``get_classifier()``, ``reset_classifier(num_classes, global_pool=None)`` (``global_pool``: ``"token"`` the class
+  token, ``"avg"`` the mean of the patch tokens, ``""`` no pooling — timm's values), ``num_features``,
   ``num_classes=0`` (the head becomes ``nn.Identity``, so the model returns pooled features);
+* ``feature_info`` and ``prune_intermediate_layers(indices, prune_norm, prune_head)``, which timm's
+  ``features_only=True`` wrapper (``FeatureGetterNet``) uses;
+* ``dynamic_img_size=True``: any image size the patch divides, the position embedding resampled to its grid
+  (:func:`~layerscale.models.pos_embed_resample.resample_pos_embed`) as timm's ``VisionTransformer`` does;
 * ``forward_intermediates(x, indices, ...)``: the outputs of selected blocks, as timm's
   ``VisionTransformer.forward_intermediates`` returns them (``indices`` as in timm's ``feature_take_indices``:
   ``None`` all blocks, an int ``n`` the last ``n``, a list the given ones, negative counting from the end).
@@ -23,8 +28,22 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
-__all__ = ["TimmClassifierAPI", "TimmModelAPI", "classifier_head", "feature_take_indices", "resolve_init_value_alias",
-           "IMAGENET_DEFAULT_MEAN", "IMAGENET_DEFAULT_STD"]
+from .no_decay import is_no_decay_parameter
+from .pos_embed_resample import resample_pos_embed
+
+__all__ = ["GLOBAL_POOLS", "TimmClassifierAPI", "TimmModelAPI", "check_global_pool", "classifier_head",
+           "feature_take_indices", "resolve_init_value_alias", "IMAGENET_DEFAULT_MEAN", "IMAGENET_DEFAULT_STD"]
+
+#: timm's pooling names our classifiers take: the class token, the mean of the patch tokens, none.
+GLOBAL_POOLS = ("token", "avg", "")
+
+
+def check_global_pool(global_pool: str) -> str:
+    """``global_pool`` if it is one of :data:`GLOBAL_POOLS`, else a ``ValueError`` naming it and the allowed ones."""
+    if global_pool not in GLOBAL_POOLS:
+        raise ValueError(f"global_pool={global_pool!r}: allowed 'token' (the class token), 'avg' (the mean of the "
+                         f"patch tokens) or '' (no pooling)")
+    return global_pool
 
 #: ImageNet channel statistics (the ones DeiT, DeiT III and CaiT were trained with).
 IMAGENET_DEFAULT_MEAN = (0.485, 0.456, 0.406)
@@ -107,7 +126,7 @@ class TimmModelAPI:
         if patch_embed is not None:
             in_chans, size = patch_embed.in_chans, patch_embed.img_size
             cfg["input_size"] = (in_chans, size, size)
-            cfg["fixed_input_size"] = True
+            cfg["fixed_input_size"] = not getattr(self, "dynamic_img_size", False)
             if in_chans != len(IMAGENET_DEFAULT_MEAN):  # ImageNet statistics are for RGB; 0.5 / 0.5 otherwise
                 cfg["mean"], cfg["std"] = (0.5,) * in_chans, (0.5,) * in_chans
         if hasattr(self, "num_classes"):
@@ -137,8 +156,6 @@ class TimmModelAPI:
         """Names of the parameters trained without weight decay: exactly the ``weight_decay = 0`` group of
         :func:`layerscale.param_groups` (LayerScale γ, class token, position embeddings, norm weights and
         biases), frozen parameters included. timm's ``create_optimizer_v2`` reads this."""
-        from ..train.param_groups import is_no_decay_parameter
-
         return {name for name, param in self.named_parameters() if is_no_decay_parameter(self, name, param)}
 
     def group_matcher(self, coarse: bool = False):
@@ -195,6 +212,7 @@ class TimmModelAPI:
         blocks = self._blocks_for_intermediates()
         take, last = feature_take_indices(len(blocks), indices)
         batch = x.shape[0]
+        grid = self.patch_embed.feature_grid(x) if image else None
         method = getattr(self, "residual_method", None)  # multi-stream methods widen the stream between the blocks
         expand = method.expand_stream if method is not None else (lambda t: t)
         reduce = method.reduce_stream if method is not None else (lambda t: t)
@@ -209,8 +227,7 @@ class TimmModelAPI:
         prefix = [y[:, :prefix_tokens] for y in outputs]
         outputs = [y[:, prefix_tokens:] for y in outputs]
         if output_fmt == "NCHW":
-            grid = self.patch_embed.grid_size
-            outputs = [y.reshape(batch, grid, grid, -1).permute(0, 3, 1, 2).contiguous() for y in outputs]
+            outputs = [y.reshape(batch, *grid, -1).permute(0, 3, 1, 2).contiguous() for y in outputs]
         if return_prefix_tokens and prefix_tokens:
             outputs = list(zip(outputs, prefix))
         if intermediates_only:
@@ -243,15 +260,48 @@ class TimmClassifierAPI(TimmModelAPI):
         """The classification head (``nn.Identity`` when ``num_classes == 0``)."""
         return self.head
 
-    def reset_classifier(self, num_classes: int, global_pool: str | None = None) -> None:
-        """A new randomly initialised head for ``num_classes`` (0: ``nn.Identity``, features only).
+    #: what the head reads (timm's names): "token", "avg" or "" (set by the constructor and reset_classifier)
+    global_pool: str = "token"
 
-        ``global_pool`` is accepted for timm compatibility: these models pool by the class token, so only
-        ``None`` and ``"token"`` are allowed; anything else is a ``ValueError``.
-        """
-        if global_pool not in (None, "token"):
-            raise ValueError(f"global_pool={global_pool!r}: {type(self).__name__} pools by the class token; "
-                             f"allowed: None or 'token'")
+    @property
+    def feature_info(self) -> list[dict[str, Any]]:
+        """timm's feature description: one entry per self-attention block (``module``, ``num_chs``,
+        ``reduction`` = the patch size), as timm's ``VisionTransformer`` / ``Cait`` list them."""
+        return [dict(module=f"blocks.{i}", num_chs=self.embed_dim, reduction=self.patch_embed.patch_size)
+                for i in range(len(self.blocks))]
+
+    def prune_intermediate_layers(self, indices: int | Sequence[int] = 1, prune_norm: bool = False,
+                                  prune_head: bool = True) -> list[int]:
+        """Drop what the intermediates ``indices`` do not need, as timm does: the blocks after the last one taken,
+        the final norm with ``prune_norm``, and with ``prune_head`` the classifier (``reset_classifier(0, "")``;
+        CaiT also its class token and class-attention blocks). Returns the absolute indices kept."""
+        take, last = feature_take_indices(len(self.blocks), indices)
+        self.blocks = self.blocks[:last + 1]
+        if prune_norm:
+            self.norm = nn.Identity()
+        if prune_head:
+            if hasattr(self, "blocks_token_only"):
+                self.blocks_token_only = nn.ModuleList()
+                self.cls_token = None
+            self.reset_classifier(0, "")
+        return take
+
+    def _position_embedding(self, grid: tuple[int, int]) -> torch.Tensor:
+        """``pos_embed``, resampled to ``grid`` when the model takes any image size (``dynamic_img_size``)."""
+        if not getattr(self, "dynamic_img_size", False):
+            return self.pos_embed
+        prefix = self.pos_embed.shape[1] - self.patch_embed.num_patches
+        return resample_pos_embed(self.pos_embed, grid, num_prefix_tokens=prefix)
+
+    def reset_classifier(self, num_classes: int, global_pool: str | None = None) -> None:
+        """A new randomly initialised head for ``num_classes`` (0: ``nn.Identity``, features only); with
+        ``global_pool`` (``"token"``, ``"avg"``, ``""``: :data:`GLOBAL_POOLS`) the pooling too, as timm's
+        ``reset_classifier`` (the final norm stays where it is: on every token, before pooling)."""
+        if global_pool is not None:
+            check_global_pool(global_pool)
+            if global_pool == "token" and getattr(self, "cls_token", None) is None:
+                raise ValueError("global_pool='token' needs the class token, which prune_intermediate_layers removed")
+            self.global_pool = global_pool
         old = self.head
         ref = next(self.parameters())
         head = classifier_head(self.embed_dim, num_classes).to(device=ref.device, dtype=ref.dtype)
@@ -263,10 +313,13 @@ class TimmClassifierAPI(TimmModelAPI):
         self.num_classes = num_classes
 
     def _pool(self, x: torch.Tensor) -> torch.Tensor:
-        return x[:, 0]
+        if self.global_pool == "avg":
+            return x[:, 1:].mean(dim=1)
+        return x[:, 0] if self.global_pool == "token" else x
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
-        """``(B, 1 + N, D)`` normalised tokens → logits ``(B, num_classes)`` from the class token; with
-        ``pre_logits=True`` the pooled class-token features ``(B, D)`` the head would read."""
+        """``(B, 1 + N, D)`` normalised tokens → logits ``(B, num_classes)`` from the class token (``"avg"``: the
+        mean of the patch tokens; ``""``: every token, ``(B, 1 + N, num_classes)``); with ``pre_logits=True`` the
+        pooled features the head would read."""
         x = self.head_drop(self._pool(x))
         return x if pre_logits else self.head(x)

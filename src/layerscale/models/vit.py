@@ -10,14 +10,20 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..integrations.hub import HubMixin
+from .hub_mixin import HubMixin
 from ..layers.block import Block
 from ..layers.drop_path import drop_path_rates
 from ..layers.patch_embed import PatchEmbed
 from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .class_token_path import class_token_logits, class_token_path_applies
 from .init import init_transformer_weights
-from .timm_api import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, TimmClassifierAPI, classifier_head
+from .timm_api import (
+    IMAGENET_DEFAULT_MEAN,
+    IMAGENET_DEFAULT_STD,
+    TimmClassifierAPI,
+    check_global_pool,
+    classifier_head,
+)
 from .trunk_args import resolve_trunk_args
 from .validation import check_patch, check_positive_int
 
@@ -31,9 +37,13 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
     (DeiT III) adds the position embedding to the patches only, before the class token is prepended.
     ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
+    ``global_pool``: what the head reads — ``"token"`` (the class token), ``"avg"`` (the mean of the normalised
+    patch tokens, as timm's ``reset_classifier(n, "avg")``; timm's constructor with ``"avg"`` normalises after
+    pooling instead) or ``""`` (every token). ``dynamic_img_size=True``: any image size the patch divides, the
+    position embedding resampled to its grid (timm's ``dynamic_img_size``).
     timm's interface (``pretrained_cfg``, ``no_weight_decay``, ``forward_intermediates``, ``reset_classifier``,
     ``num_classes=0`` for features, ``init_values``) comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI`,
-    ``save_pretrained`` / ``from_pretrained`` from :class:`~layerscale.integrations.hub.HubMixin`.
+    ``save_pretrained`` / ``from_pretrained`` from :class:`~layerscale.models.hub_mixin.HubMixin`.
     """
 
     _cfg_defaults = dict(interpolation="bicubic", crop_pct=0.875, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,
@@ -46,7 +56,7 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
                  ls_placement: str = "both", no_embed_class: bool = True, drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, drop_path_schedule: str = "linear",
                  norm_eps: float = 1e-6, grad_checkpointing: bool = False, init_values: float | None = None,
-                 norm: str = "layernorm") -> None:
+                 norm: str = "layernorm", global_pool: str = "token", dynamic_img_size: bool = False) -> None:
         super().__init__()
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("in_chans", in_chans)
@@ -56,8 +66,9 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
             norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
         self.num_classes, self.embed_dim, self.depth = num_classes, embed_dim, depth
         self.residual, self.no_embed_class = method.name, no_embed_class
+        self.global_pool, self.dynamic_img_size = check_global_pool(global_pool), bool(dynamic_img_size)
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
-        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, strict_img_size=not dynamic_img_size)
         num_patches = self.patch_embed.num_patches
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + (0 if no_embed_class else 1), embed_dim))
@@ -83,12 +94,13 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
 
     def _embed_tokens(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W) -> (B, 1 + N, D)``: ``[cls; patches]`` with the position embedding, before the blocks."""
+        pos_embed = self._position_embedding(self.patch_embed.feature_grid(x))
         x = self.patch_embed(x)
         cls = self.cls_token.expand(x.shape[0], -1, -1)
         if self.no_embed_class:
-            x = torch.cat((cls, x + self.pos_embed), dim=1)
+            x = torch.cat((cls, x + pos_embed), dim=1)
         else:
-            x = torch.cat((cls, x), dim=1) + self.pos_embed
+            x = torch.cat((cls, x), dim=1) + pos_embed
         return self.pos_drop(x)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,7 @@ from ..layers.attention import Attention, ClassAttention, TalkingHeadAttention
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import HeadScale, LayerScale, LayerScale2d, ScalarScale
 from ..layers.mlp import Mlp
+from .hf_layerscale_config import unmark_layerscale_config
 from .peers import loaded_classes
 from .scaled_conv1d import LayerScaledConv1D
 from .scaled_linear import LayerScaledLinear
@@ -279,4 +280,5 @@ def fold_layerscale(model: nn.Module, inplace: bool = True) -> nn.Module:
     with torch.no_grad():
         for plan in folder.plans:
             plan.apply()
+    unmark_layerscale_config(target)  # a Hugging Face model without γ: its own config type again
     return target

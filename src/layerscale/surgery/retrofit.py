@@ -9,6 +9,7 @@ The new scales are the only new parameters: ``2 · width`` per block.
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Callable
 
 import torch
@@ -18,6 +19,7 @@ from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
 from .fold import scale_modules
 from .hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
+from .hf_layerscale_config import mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
@@ -113,8 +115,12 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     Mistral, Qwen2 (the branch's output layer ``c_proj`` / ``o_proj`` / ``down_proj`` becomes a
     :class:`LayerScaledLinear` or :class:`~layerscale.surgery.scaled_conv1d.LayerScaledConv1D`, key
     ``layer_scale``; see :mod:`layerscale.surgery.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
-    (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks; ``1.0`` leaves the outputs
-    unchanged exactly. ``inplace=False`` modifies a deep copy. Returns the model.
+    (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks — on a Hugging Face language model
+    that is a ``UserWarning`` (a pretrained model almost always wants ``1.0``); ``1.0`` leaves the outputs
+    unchanged exactly. On a Hugging Face language model the config's ``model_type`` gets the suffix ``_layerscale``
+    until γ is folded, so that a plain ``AutoModelForCausalLM.from_pretrained`` of its save fails instead of
+    dropping γ (:mod:`layerscale.surgery.hf_layerscale_config`). ``inplace=False`` modifies a deep copy. Returns
+    the model.
 
     Raises ``ValueError`` naming the model's class if no residual block is recognised, or if every recognised
     branch already has a scale (never a silent no-op).
@@ -128,7 +134,7 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     hf_layers = loaded_classes(_HF_VIT, "ViTLayer")
     hf_decoders = decoder_layer_types()
     actions: list[Callable[[float], None]] = []
-    blocks = 0
+    blocks = decoder_blocks = 0
     for path, module in target.named_modules():
         if isinstance(module, (Block, ClassAttentionBlock)):
             blocks += _our_block(module, actions)
@@ -137,7 +143,9 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         elif type(module) in hf_layers:
             blocks += _hf_vit_layer(path, module, actions)
         elif type(module) in hf_decoders:
-            blocks += queue_hf_decoder_layer(path, module, actions)
+            found = queue_hf_decoder_layer(path, module, actions)
+            blocks += found
+            decoder_blocks += found
     if not blocks:
         existing = _existing_scales(target)
         if existing:
@@ -149,7 +157,13 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         raise ValueError(f"{type(model).__name__} already has LayerScale on every residual branch "
                          f"({len(scale_modules(target))} scales found); nothing to add")
     value = init_value if init_value is not None else init_value_for_depth(blocks)
+    if init_value is None and decoder_blocks and actions:
+        warnings.warn(f"add_layerscale: no init_value given, so γ starts at {value:g} (the CaiT depth rule for "
+                      f"{blocks} blocks) and the outputs of this {type(model).__name__} change; a pretrained "
+                      f"language model usually wants init_value=1.0 (outputs unchanged)", UserWarning, stacklevel=2)
     with torch.no_grad():
         for add in actions:
             add(value)
+    if decoder_blocks:
+        mark_layerscale_config(target)  # a save of it cannot be loaded without γ by mistake
     return target

@@ -26,10 +26,9 @@ that keeps state across a resume either derives it from ``trainer.state`` or def
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .trainer import Trainer
+from .trainer_view import TrainerView
 
 __all__ = ["Callback"]
 
@@ -37,18 +36,18 @@ __all__ = ["Callback"]
 class Callback:
     """Base class: every hook does nothing."""
 
-    def on_train_start(self, trainer: Trainer) -> None:
+    def on_train_start(self, trainer: TrainerView) -> None:
         """Before the first step of this process (after any resume)."""
 
-    def on_step_end(self, trainer: Trainer, step: int) -> None:
+    def on_step_end(self, trainer: TrainerView, step: int) -> None:
         """After optimizer step ``step`` (1-based count of steps done), before logging / evaluation / checkpoint.
         Not called for a step skipped as non-finite."""
 
-    def on_eval_end(self, trainer: Trainer, step: int, metrics: dict[str, Any]) -> None:
+    def on_eval_end(self, trainer: TrainerView, step: int, metrics: dict[str, Any]) -> None:
         """After an evaluation at ``step``; ``metrics`` is the record just logged (reduced over ranks)."""
 
-    def on_checkpoint(self, trainer: Trainer, step: int, path: Any) -> None:
+    def on_checkpoint(self, trainer: TrainerView, step: int, path: Any) -> None:
         """After checkpoint ``step`` was written (``path`` is its directory on rank 0, ``None`` elsewhere)."""
 
-    def on_train_end(self, trainer: Trainer) -> None:
+    def on_train_end(self, trainer: TrainerView) -> None:
         """After the last step, evaluation and checkpoint (not called when the run stops on an error)."""

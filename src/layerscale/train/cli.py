@@ -18,7 +18,11 @@ EXIT_NONFINITE = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="YAML or JSON config (see configs/ and docs/training.md)")
+    from .config_source import packaged_config_names
+
+    parser.add_argument("--config", metavar="FILE_OR_NAME",
+                        help=f"YAML or JSON config file, or the name of a packaged config: "
+                             f"{', '.join(packaged_config_names())} (see docs/training.md)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override one key, e.g. --set model.depth=48 --set optim.lr=5e-4 (YAML scalar)")
     parser.add_argument("--resume", metavar="RUN_DIR",
@@ -28,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-path", metavar="PATH", help="data folder or text file (data.path); same as "
                                                             "--set data.path=PATH")
     parser.add_argument("--print-config", action="store_true",
-                        help="print the full resolved config (every key, defaults filled in) and exit")
+                        help="print the full resolved config (every key, defaults filled in; without --config: the "
+                             "defaults) and exit; model values are checked by building the model on the meta "
+                             "device")
 
 
 #: Seconds a rank other than 0 waits, after a failure, before exiting: torchrun stops every worker as soon as one

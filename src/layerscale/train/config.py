@@ -229,7 +229,14 @@ def _section(cls: type, section: str, raw: dict[str, Any]) -> Any:
     values = {}
     for name, value in raw.items():
         key = f"{section}.{name}"
-        value = _check_type(key, value, hints[name])
+        try:
+            value = _check_type(key, value, hints[name])
+        except ValueError as exc:
+            choices = fields[name].metadata.get("choices")
+            if choices is None:
+                raise
+            note = " (YAML reads yes / no / on / off as a boolean)" if isinstance(value, bool) else ""
+            raise ValueError(f"{exc}{note}; allowed: {', '.join(map(str, choices))}") from None
         _check_allowed(key, value, fields[name].metadata)
         values[name] = value
     return cls(**values)

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from .checkpoint import MODEL_FILE, first_nonfinite_tensor, list_checkpoints
 from .nonfinite import _finite
-
-if TYPE_CHECKING:
-    from .trainer import Trainer
+from .trainer_view import TrainerView
 
 __all__ = ["PROBE_SAMPLES", "probe_forward_is_finite", "last_good_checkpoint", "check_resume_finite"]
 
@@ -30,7 +28,7 @@ __all__ = ["PROBE_SAMPLES", "probe_forward_is_finite", "last_good_checkpoint", "
 PROBE_SAMPLES = 4
 
 
-def _probe_inputs(trainer: Trainer) -> Any:
+def _probe_inputs(trainer: TrainerView) -> Any:
     """The fixed batch's inputs on the run's device; for a dataset that cannot be indexed (an iterable dataset),
     the inputs of the last training batch, or ``None`` before the first step."""
     loader = trainer.eval_loader if trainer.eval_loader is not None else trainer.train_loader
@@ -48,7 +46,7 @@ def _probe_inputs(trainer: Trainer) -> Any:
 
 
 @torch.no_grad()
-def probe_forward_is_finite(trainer: Trainer) -> bool:
+def probe_forward_is_finite(trainer: TrainerView) -> bool:
     """Whether the model's forward on the fixed batch is finite on this rank (a collective under FSDP: call it
     on every rank; every rank draws the same kind of batch). The model's train / eval mode is restored afterwards.
     ``True`` when there is no batch to try (an iterable dataset before the first step): the weights check stands
@@ -68,7 +66,7 @@ def probe_forward_is_finite(trainer: Trainer) -> bool:
     return _finite(out)
 
 
-def _forward_finite_with(trainer: Trainer, weights: dict[str, torch.Tensor]) -> bool:
+def _forward_finite_with(trainer: TrainerView, weights: dict[str, torch.Tensor]) -> bool:
     """Whether the forward on the fixed batch is finite with ``weights`` loaded; the model's own weights are put
     back afterwards (one extra copy of the weights, only when a run stops)."""
     model = trainer.model
@@ -85,7 +83,7 @@ def _forward_finite_with(trainer: Trainer, weights: dict[str, torch.Tensor]) -> 
 
 
 def last_good_checkpoint(run_dir: str | Path, exclude: Path | None = None,
-                         trainer: Trainer | None = None) -> Path | None:
+                         trainer: TrainerView | None = None) -> Path | None:
     """The newest checkpoint of ``run_dir`` (other than ``exclude``) whose weights are all finite and, given the
     run's ``trainer``, whose forward on the fixed batch is finite too; ``None`` if there is none.
 
@@ -106,7 +104,7 @@ def last_good_checkpoint(run_dir: str | Path, exclude: Path | None = None,
     return None
 
 
-def check_resume_finite(trainer: Trainer, checkpoint: Path, weights: dict[str, torch.Tensor]) -> None:
+def check_resume_finite(trainer: TrainerView, checkpoint: Path, weights: dict[str, torch.Tensor]) -> None:
     """Before resuming from ``checkpoint`` (already restored into ``trainer``): ``ValueError`` if its weights, or
     the forward on the fixed batch, are not finite, naming the last good checkpoint (run on every rank)."""
     from .distributed import all_reduce

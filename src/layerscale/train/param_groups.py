@@ -1,35 +1,15 @@
-"""Optimizer parameter groups with the no-weight-decay rule of the official CaiT / DeiT training."""
+"""Optimizer parameter groups with the no-weight-decay rule of the official CaiT / DeiT training.
+
+The rule itself (which parameter is decayed) describes models, so it lives in :mod:`layerscale.models.no_decay`;
+this module builds the optimizer groups from it."""
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
-from ..layers.layer_scale import HeadScale, LayerScale, LayerScale2d, ScalarScale
+from ..models.no_decay import is_no_decay_parameter, is_scale_parameter
 
 __all__ = ["param_groups", "is_no_decay_parameter", "is_scale_parameter"]
-
-_SCALE_TYPES = (LayerScale, LayerScale2d, HeadScale, ScalarScale)
-_NO_DECAY_NAMES = ("cls_token", "pos_embed", "dist_token", "reg_token", "wpe.weight")
-
-
-def is_scale_parameter(model: nn.Module, name: str) -> bool:
-    """Whether parameter ``name`` of ``model`` is a LayerScale-family scale (ours, or timm's ``gamma_1``/``ls1``)."""
-    owner_name, _, leaf = name.rpartition(".")
-    owner = model.get_submodule(owner_name) if owner_name else model
-    if isinstance(owner, _SCALE_TYPES):
-        return True
-    return leaf in ("gamma_1", "gamma_2", "lambda1") or (leaf == "gamma" and "ls" in owner_name.split(".")[-1])
-
-
-def is_no_decay_parameter(model: nn.Module, name: str, param: torch.Tensor, decay_scales: bool = False) -> bool:
-    """Whether :func:`param_groups` puts parameter ``name`` in the ``weight_decay = 0`` group (its rule, below)."""
-    is_scale = is_scale_parameter(model, name)
-    owner_name, _, leaf = name.rpartition(".")
-    declared = leaf in getattr(model.get_submodule(owner_name) if owner_name else model, "no_weight_decay_names", ())
-    return ((is_scale and not decay_scales) or (param.ndim <= 1 and not is_scale) or name.endswith(_NO_DECAY_NAMES)
-            or declared)
-
 
 def param_groups(model: nn.Module, weight_decay: float, decay_scales: bool = False) -> list[dict]:
     """Two AdamW groups: ``[{"params": decayed, "weight_decay": wd}, {"params": rest, "weight_decay": 0.0}]``.

@@ -14,7 +14,7 @@ from typing import Any
 
 from .metrics_log import METRICS_FILE, read_metrics
 
-__all__ = ["final_line", "format_duration", "parameter_count", "warmup_warning"]
+__all__ = ["final_line", "format_duration", "parameter_count", "warmup_warning", "workers_resume_warning"]
 
 
 def format_duration(seconds: float) -> str:
@@ -81,3 +81,13 @@ def warmup_warning(warmup_steps: int, total_steps: int) -> str | None:
         return (f"warning: optim.warmup_steps {warmup_steps} >= the run's {total_steps} total steps: the learning "
                 "rate never reaches optim.lr and the cosine never starts; lower optim.warmup_steps or train longer")
     return None
+
+
+def workers_resume_warning(num_workers: int) -> str:
+    """The warning of a run with DataLoader workers: resuming it is exact only where the dataset draws no random
+    numbers. Workers are seeded per epoch (``run.seed + epoch``) but their random state is not in a checkpoint,
+    and after a mid-epoch resume the remaining batches go to the workers in another order."""
+    return (f"data.num_workers={num_workers}: resuming this run from a checkpoint taken inside an epoch is not "
+            f"exact if the dataset draws random numbers in __getitem__ (random augmentation): the {num_workers} "
+            f"worker process(es)' random state is not saved in checkpoints; set data.num_workers: 0 for an exact "
+            f"resume (a dataset without randomness resumes exactly either way)")

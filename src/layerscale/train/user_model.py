@@ -46,9 +46,18 @@ from .callbacks import Callback
 from .checkpoint import check_same_architecture, load_checkpoint
 from .config import ModelConfig, TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
+from .config_source import resolve_config_path
 from .data_setup import TrainData
 from .distributed import broadcast_object
 from .objective import LossFn
+from .run_core import (
+    CONFIG_FILE,
+    _check_extras,
+    _new_run_dir,
+    _resolve_resume,
+    distributed_run,
+    train_built_model,
+)
 
 __all__ = ["USER_MODEL_PREFIX", "model_identifier", "run_user_model"]
 
@@ -110,8 +119,6 @@ def _task_kind(dataset: Dataset, loss_fn: LossFn | None) -> str:
 
 
 def _raw_user_config(config: Any, resume_dir: Path | None, overrides: Sequence[str]) -> dict[str, Any]:
-    from .runner import CONFIG_FILE
-
     if resume_dir is not None:
         if config is not None:
             raise ValueError(f"a resumed run uses {resume_dir / CONFIG_FILE}; pass overrides=['key=value'] to "
@@ -127,7 +134,7 @@ def _raw_user_config(config: Any, resume_dir: Path | None, overrides: Sequence[s
     elif isinstance(config, Mapping):
         raw = dict(config)
     elif isinstance(config, (str, os.PathLike)):
-        raw = load_config_file(config)
+        raw = load_config_file(resolve_config_path(config))
     else:
         raise ValueError(f"config must be a TrainConfig, a mapping or a file path, got {type(config).__name__}")
     raw = apply_overrides(raw, list(overrides))
@@ -170,15 +177,6 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
     config-built model; see the module docstring for the contract. Returns a
     :class:`~layerscale.train.runner.TrainResult`. Bad input raises ``ValueError`` / ``FileNotFoundError`` /
     ``FileExistsError`` before anything is written."""
-    # Imported here: the runner imports this module lazily, and its helpers are the config-built run's own.
-    from .runner import (
-        _check_extras,
-        _new_run_dir,
-        _resolve_resume,
-        distributed_run,
-        train_built_model,
-    )
-
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if train_data is None:

@@ -1,0 +1,212 @@
+"""The part of a training run shared by a config-built model (:func:`layerscale.train.run`) and a user's model
+(:mod:`layerscale.train.user_model`): the run directory, resuming, determinism, the process group, and
+:func:`train_built_model` (from a built, checked model to a finished run directory). The run directory's layout is
+described in :mod:`layerscale.train.runner`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..atomic_io import write_text_atomic
+from ..destinations import check_writable_dir
+from .auto_policy import choose_compile
+from .budget import planned_total_steps, steps_per_epoch
+from .callbacks import Callback
+from .checkpoint import (
+    CHECKPOINT_DIR,
+    MODEL_FILE,
+    latest_checkpoint,
+    remove_stale_temporaries,
+)
+from .config import TrainConfig
+from .data_setup import TrainData
+from .initial_weights import freeze_for_config
+from .finite_check import check_resume_finite
+from .distributed import (
+    DistContext,
+    barrier,
+    broadcast_object,
+    setup_distributed,
+    teardown_distributed,
+    wrap_model,
+)
+from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
+from .run_summary import warmup_warning, workers_resume_warning
+from .trainer import Trainer
+
+__all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model"]
+
+CONFIG_FILE = "config.yaml"
+SUMMARY_FILE = "summary.json"
+_EXTRA = "pip install 'torch-layerscale[train]'"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a finished run returns: its directory, optimizer steps done, completed epochs, the last evaluation
+    record (``loss``, ``accuracy``, ``perplexity`` for text, ``samples``) and the last checkpoint directory."""
+
+    run_dir: Path
+    step: int
+    epoch: int
+    metrics: dict[str, Any]
+    checkpoint: Path | None
+
+
+def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path]:
+    """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint."""
+    path = Path(resume)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path}: is a file; --resume takes a run directory or one of its checkpoint directories")
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: run directory to resume not found")
+    if (path / MODEL_FILE).is_file() and path.parent.name == CHECKPOINT_DIR:
+        return path.parent.parent, path
+    if not (path / CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"{path / CONFIG_FILE}: not a run directory (no {CONFIG_FILE})")
+    checkpoint = latest_checkpoint(path)
+    if checkpoint is None:
+        raise FileNotFoundError(f"{path / CHECKPOINT_DIR}: no checkpoint to resume from")
+    return path, checkpoint
+
+
+def _check_extras(config: TrainConfig) -> None:
+    try:
+        import safetensors  # noqa: F401  (checkpoints are safetensors)
+    except ImportError:
+        raise ImportError(f"training writes safetensors checkpoints and needs safetensors: {_EXTRA}") from None
+    if config.run.tensorboard:
+        try:
+            import tensorboard  # noqa: F401
+        except ImportError:
+            raise ImportError("run.tensorboard: true needs tensorboard: pip install 'torch-layerscale[tb]'") from None
+    if config.run.progress == "bar":
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            raise ImportError(f"run.progress: bar needs tqdm: {_EXTRA}") from None
+
+
+def _use_deterministic_algorithms(mode: bool, warn_only: bool) -> None:
+    """``torch.use_deterministic_algorithms`` without its import of ``torch._inductor`` (seconds of start-up) to set
+    a flag only ``torch.compile`` reads; the trainer never compiles. Falls back to the public call."""
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None or "torch._inductor" in sys.modules:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    else:
+        setter(mode, warn_only=warn_only)
+
+
+def _set_determinism(config: TrainConfig, ctx: DistContext) -> None:
+    torch.backends.cudnn.benchmark = False
+    if not config.run.deterministic:
+        return
+    if ctx.device.type == "cuda":
+        # cuBLAS reproducibility needs a fixed workspace; it only takes effect if set before cuBLAS starts,
+        # hence warn-only on CUDA rather than an error from an op without a deterministic kernel.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        _use_deterministic_algorithms(True, warn_only=True)
+    else:
+        _use_deterministic_algorithms(True, warn_only=False)
+
+
+@contextmanager
+def distributed_run(cfg: TrainConfig) -> Iterator[DistContext]:
+    """The process group (under torchrun) and the determinism settings of a run, restored afterwards; checks that
+    the global batch divides over the processes."""
+    deterministic_before = (torch.are_deterministic_algorithms_enabled(),
+                            torch.is_deterministic_algorithms_warn_only_enabled())
+    ctx = setup_distributed(cfg.run.device)
+    try:
+        if cfg.data.batch_size % ctx.world_size:
+            raise ValueError(f"config key data.batch_size: {cfg.data.batch_size} (the global batch) is not divisible "
+                             f"by the {ctx.world_size} processes; allowed: a multiple of {ctx.world_size}")
+        _set_determinism(cfg, ctx)
+        yield ctx
+    finally:
+        teardown_distributed(ctx)
+        _use_deterministic_algorithms(*deterministic_before)
+
+
+def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
+    if config.run.out_dir is not None:
+        run_dir = Path(config.run.out_dir)
+    else:  # one name for all ranks: rank 0's clock
+        stamp = broadcast_object(time.strftime("%Y%m%d-%H%M%S"), ctx)
+        run_dir = Path("runs") / f"{config.model.name}-{config.data.name}-{stamp}"
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
+                              f"--resume {run_dir} or choose another --out")
+    return check_writable_dir(run_dir)  # a folder that refuses files: one line now, not a traceback later
+
+
+def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module, data: TrainData, run_dir: Path,
+                      checkpoint: Path | None, saved: tuple | None, callbacks: Sequence[Callback],
+                      model_args: dict[str, Any], config_text: str) -> TrainResult:
+    """From a built, checked model and its data to a finished run — the part of :func:`layerscale.train.run` shared with
+    :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
+    it is finite), create or update the run folder only once every rank passed every check, train, and write
+    ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
+    freeze_for_config(model, cfg.optim.trainable)  # before wrapping: DDP registers only trainable parameters
+    model.to(ctx.device)
+    planned_steps = planned_total_steps(cfg.optim, steps_per_epoch(len(data.train), cfg.data.batch_size,
+                                                                  ctx.world_size))
+    if choose_compile(cfg.run.compile, ctx.device, planned_steps)[0]:  # regional, or auto where it measured faster
+        from ..models.compile import compile_blocks
+
+        compile_blocks(model)
+    wrapped = wrap_model(model, ctx, cfg.run.strategy)
+    torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
+    trainer = Trainer(cfg, wrapped, data, ctx, run_dir, list(callbacks), model_args=model_args)
+    if saved is not None:
+        try:
+            trainer.restore(*saved)
+        except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
+            raise ValueError(f"{checkpoint}: training state does not fit this run "
+                             f"({str(exc).splitlines()[0]})") from None
+        check_resume_finite(trainer, checkpoint, saved[0])  # weights and one forward, before resuming
+    barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
+    if ctx.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(run_dir)
+        write_text_atomic(run_dir / CONFIG_FILE, config_text)
+        if saved is not None:
+            truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
+        if cfg.run.progress != "none":
+            what = f"resuming {checkpoint} at step {trainer.state.step}" if saved else "run directory"
+            print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
+                  f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
+                  flush=True)
+        warning = warmup_warning(cfg.optim.warmup_steps, trainer.total_steps)
+        if warning is not None:
+            print(warning, file=sys.stderr, flush=True)
+        if cfg.data.num_workers > 0:
+            warnings.warn(workers_resume_warning(cfg.data.num_workers), UserWarning, stacklevel=3)
+    barrier(ctx)
+    metrics = MetricsLog(run_dir, active=ctx.is_main, tensorboard=cfg.run.tensorboard,
+                         first_step=trainer.state.step)
+    try:
+        trainer.metrics = metrics
+        final = trainer.fit()
+        last = latest_checkpoint(run_dir)
+        if ctx.is_main:
+            summary = {"step": trainer.state.step, "epoch": trainer.state.epoch, "metrics": final,
+                       "test": trainer.state.test_eval, "stopped_early_at": trainer.early_stopping.stopped_step,
+                       "total_steps": trainer.total_steps, "checkpoint": str(last) if last else None,
+                       "model": {"name": cfg.model.name, "args": model_args}}
+            write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last)
+    finally:
+        metrics.close()
