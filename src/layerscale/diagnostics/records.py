@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["json_safe", "restore_numbers", "tensorboard_scalars"]
+__all__ = ["json_safe", "restore_numbers", "tensorboard_scalars", "compact_record", "COMPACT_DIGITS", "EXACT_FIELDS"]
 
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
@@ -34,6 +34,28 @@ def restore_numbers(value: Any) -> Any:
         return {k: restore_numbers(v) for k, v in value.items()}
     if isinstance(value, list):
         return [restore_numbers(v) for v in value]
+    return value
+
+
+#: significant digits :func:`compact_record` keeps (what the reports print: ``f"{v:.4g}"``)
+COMPACT_DIGITS = 4
+#: fields :func:`compact_record` keeps exactly: the γ / α heatmaps of the reports read them
+EXACT_FIELDS = frozenset({"scale_mean"})
+
+
+def compact_record(value: Any, digits: int = COMPACT_DIGITS, exact: frozenset[str] = EXACT_FIELDS) -> Any:
+    """``value`` (a diagnostics record, or any part of one) with every float rounded to ``digits`` significant
+    digits, ``float(f"{v:.{digits}g}")``, except the values of the keys in ``exact`` (at any depth), which are kept as
+    they are. Keys, ints, strings, ``None`` and the order of everything are unchanged, so every reader reads the
+    result as it reads the record; rounding twice gives the result of rounding once. A float written with 17
+    significant digits is what makes a per-step record long and incompressible: a depth-96 record of 55 kB becomes
+    about 39 kB, and about a third as large once compressed (``layerscale study --pack``)."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: v if k in exact else compact_record(v, digits, exact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [compact_record(v, digits, exact) for v in value]
     return value
 
 

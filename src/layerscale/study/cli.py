@@ -115,6 +115,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimate", action="store_true",
                         help="train and write nothing: time a few steps of every cell's model on this machine and "
                              "print how long the study's remaining runs will take (an upper bound)")
+    # -- packed run folders (layerscale.study.archive) ------------------------------------------------------
+    parser.add_argument("--pack", action="store_true",
+                        help="train nothing: pack the study's runs/ (records, configs, statuses; no checkpoints) "
+                             "into runs.tar.xz beside it; --report-only reads that archive when runs/ is absent")
+    parser.add_argument("--unpack", action="store_true",
+                        help="train nothing: restore runs/ from runs.tar.xz (to continue a packed study)")
 
 
 def build_spec(args: argparse.Namespace):
@@ -221,6 +227,16 @@ def run(args: argparse.Namespace) -> int:
     from .study import run_study
 
     out = Path(args.out or f"runs/study-{args.preset}")
+    # -- packed run folders (layerscale.study.archive) ------------------------------------------------------
+    from .archive import pack_runs, refuse_packed, unpack_runs
+
+    if args.pack or args.unpack:
+        if args.pack and args.unpack:
+            raise ValueError("--pack and --unpack: choose one")
+        print(pack_runs(out) if args.pack else f"unpacked {unpack_runs(out)}")
+        return 0
+    if not args.report_only:
+        refuse_packed(out, "the dry run" if args.dry_run else "--estimate" if args.estimate else "training")
     spec = saved_spec(out) if args.report_only and _design_untouched(args) else build_spec(args)
     from .executors.cli_args import dry_run, executor_options
 
@@ -233,9 +249,25 @@ def run(args: argparse.Namespace) -> int:
 
         print(estimate_study(spec, out, args.jobs, args.threads))
         return 0
-    summary = run_study(spec, out, jobs=args.jobs, threads=args.threads, report=not args.no_report,
-                        train=not args.report_only, analyze=args.analyze, executor=executor,
-                        reuse_from=args.reuse_from)
+    def study(folder: Path):
+        return run_study(spec, folder, jobs=args.jobs, threads=args.threads, report=not args.no_report,
+                         train=not args.report_only, analyze=args.analyze, executor=executor,
+                         reuse_from=args.reuse_from)
+
+    from .archive import is_packed
+
+    if args.report_only and is_packed(out):  # rebuilt from runs.tar.xz in a temporary copy, then copied back
+        from dataclasses import replace
+
+        from .archive import relocated, report_from_archive
+
+        if args.analyze:
+            raise ValueError("--analyze with a packed study: the analysis needs the checkpoints, which the archive "
+                             "does not hold")
+        summary, copy = report_from_archive(out, study)
+        summary = replace(summary, study_dir=out, paths=relocated(summary.paths, copy, out))
+    else:
+        summary = study(out)
     print(summary.markdown)
     for name, path in summary.paths.items():
         print(f"{name}: {path}")

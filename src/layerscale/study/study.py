@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
+from .archive import refuse_packed
 from .executor import RunFailure, resolve_parallelism
 from .executors import ExecutorOptions, make_pool, resolve_options
 from .grid import SPEC_FILE, StudySpec, format_lr
@@ -142,6 +143,8 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it).
     ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`)."""
     study_dir = Path(study_dir)
+    if train:  # a packed study (runs.tar.xz, no runs/) would otherwise start over
+        refuse_packed(study_dir, "training")
     jobs, threads = resolve_parallelism(jobs, threads)
     plan = plan_study(spec, study_dir)
     options = executor or resolve_options(study_dir / SPEC_FILE, {})  # where runs execute: not part of the design

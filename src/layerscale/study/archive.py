@@ -1,0 +1,265 @@
+"""A study's run folders packed into one compressed archive, ``runs.tar.xz``, that ``--report-only`` reads directly.
+
+A finished study needs its per-run records (``metrics.jsonl``, ``config.yaml``, ``study_status.json``,
+``summary.json``, per-example test outcomes) to rebuild its tables and report, but not as hundreds of loose files
+in a repository: ``layerscale study --out DIR --pack`` writes every file under ``DIR/runs/`` into
+``DIR/runs.tar.xz`` (stdlib ``tarfile`` + ``lzma``; no new dependency) and leaves ``runs/`` in place; the user
+deletes it. The contract:
+
+- **What goes in**: every regular file under ``runs/`` except checkpoints and other weights (a ``checkpoints/``
+  or ``tensorboard/`` folder, ``*.safetensors``, ``*.pt``, ``*.ckpt``) and temporary files (``*.tmp``), as
+  ``runs/<path>``. The archive is deterministic (sorted members, mtime 0, no owner names, fixed modes): packing
+  the same records twice gives the same bytes, so a repository holds one version of it, not one per repack.
+- **Diagnostics records are compacted** (:func:`layerscale.diagnostics.records.compact_record`): in every
+  ``metrics.jsonl`` line whose ``split`` is ``"diagnostics"`` every float is rounded to 4 significant digits
+  except ``scale_mean`` (the γ / α heatmaps read it), which is kept exactly. Every other line is copied byte for
+  byte. Nothing the tables, figures or report of a study read changes: ``results.md``, ``results.csv``,
+  ``runs.csv`` and ``report.html`` rebuilt from the archive equal those rebuilt from the original folder. What
+  changes is what ``layerscale diagnostics`` / ``layerscale analyze`` would show of the rounded fields of an
+  unpacked run (stream RMS, gradient norm, update ratio, branch ratio, ``scale_max``, per-head scales: 4
+  significant digits).
+- **Reading**: ``--report-only`` on a folder with the archive and no ``runs/`` extracts the archive into a
+  temporary folder with a copy of the study's top-level files, rebuilds there, and only when that succeeded
+  copies the files it wrote back (each atomically); the study folder is untouched on any error. A folder with a
+  ``runs/`` folder is read from that folder, archive or not. Training (continuing the study) needs the run folders:
+  ``--unpack`` restores ``runs/`` from the archive (into a temporary folder, renamed into place when complete).
+- **Refused archives**: a member outside ``runs/``, an absolute path or ``..``, a link or device, or a damaged
+  file: one ``ValueError`` naming the archive and the member; nothing is extracted into the study folder.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from ..atomic_io import write_bytes_atomic
+from ..diagnostics.records import COMPACT_DIGITS, compact_record
+from ..train.metrics_log import METRICS_FILE
+from .grid import RUNS_DIR
+
+__all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed", "refuse_packed",
+           "report_from_archive", "relocated", "compact_metrics"]
+
+ARCHIVE_FILE = "runs.tar.xz"
+_SKIPPED_DIRS = frozenset({"checkpoints", "tensorboard"})
+_SKIPPED_SUFFIXES = (".tmp", ".safetensors", ".pt", ".ckpt")
+_PRESET = 9  # xz's largest dictionary (64 MiB): the runs of one study repeat each other's keys and structure
+_DIAGNOSTICS_SPLIT = "diagnostics"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PackResult:
+    archive: Path
+    files: int
+    raw_bytes: int
+    packed_bytes: int
+
+    def __str__(self) -> str:
+        return (f"packed {self.files} files ({self.raw_bytes / 1e6:.1f} MB) from {self.archive.parent / RUNS_DIR} "
+                f"into {self.archive} ({self.packed_bytes / 1e6:.1f} MB; diagnostics records rounded to "
+                f"{COMPACT_DIGITS} significant digits except scale_mean). {RUNS_DIR}/ is left in place: delete it to "
+                f"keep only the archive (--report-only reads the archive when {RUNS_DIR}/ is absent; --unpack "
+                "restores it)")
+
+
+def _archive(study_dir: Path) -> Path:
+    return study_dir / ARCHIVE_FILE
+
+
+def is_packed(study_dir: str | os.PathLike) -> bool:
+    """Whether ``study_dir`` holds its runs only as the archive (``runs.tar.xz`` and no ``runs/`` folder)."""
+    study_dir = Path(study_dir)
+    return _archive(study_dir).is_file() and not (study_dir / RUNS_DIR).exists()
+
+
+def refuse_packed(study_dir: str | os.PathLike, what: str) -> None:
+    """``ValueError`` when ``study_dir`` holds its runs only as the archive: ``what`` (training, estimating) needs
+    the run folders, and would otherwise start the study over."""
+    if is_packed(study_dir):
+        raise ValueError(f"{Path(study_dir) / ARCHIVE_FILE}: the study's runs are packed and {RUNS_DIR}/ is absent; "
+                         f"{what} needs the run folders: restore them with layerscale study --out {study_dir} "
+                         "--unpack (or rebuild the tables and report from the archive with --report-only)")
+
+
+# ---- packing ------------------------------------------------------------------------------------------------
+
+def compact_metrics(data: bytes) -> bytes:
+    """``metrics.jsonl`` content with every diagnostics record compacted (:func:`compact_record`); every other
+    line, and a line that is not a JSON object (a last line cut short by a killed run), unchanged."""
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if b'"diagnostics"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("split") == _DIAGNOSTICS_SPLIT:
+            lines[i] = json.dumps(compact_record(record)).encode("utf-8")
+    return b"\n".join(lines)
+
+
+def _packed_files(runs: Path) -> list[Path]:
+    files = []
+    for path in sorted(runs.rglob("*")):
+        relative = path.relative_to(runs)
+        if any(part in _SKIPPED_DIRS for part in relative.parts[:-1]) or path.name.endswith(_SKIPPED_SUFFIXES):
+            continue
+        if path.is_file() and not path.is_symlink():
+            files.append(path)
+    return files
+
+
+def _member(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def pack_runs(study_dir: str | os.PathLike) -> PackResult:
+    """Write ``study_dir/runs.tar.xz`` from ``study_dir/runs/`` (see the module docstring), atomically, after
+    reading it back; ``runs/`` is left as it is. ``ValueError`` when there is no ``runs/`` folder or it holds no
+    file to pack."""
+    study_dir = Path(study_dir)
+    runs = study_dir / RUNS_DIR
+    if not runs.is_dir():
+        raise ValueError(f"--pack: {runs} not found; nothing to pack (a study folder holds its runs in {RUNS_DIR}/)")
+    files = _packed_files(runs)
+    if not files:
+        raise ValueError(f"--pack: {runs} holds no run file to pack")
+    buffer = io.BytesIO()
+    raw = 0
+    names = []
+    with tarfile.open(fileobj=buffer, mode="w:xz", format=tarfile.GNU_FORMAT, preset=_PRESET) as tar:
+        for path in files:
+            data = path.read_bytes()
+            if path.name == METRICS_FILE:
+                data = compact_metrics(data)
+            raw += path.stat().st_size
+            name = (PurePosixPath(RUNS_DIR) / path.relative_to(runs).as_posix()).as_posix()
+            tar.addfile(_member(name, len(data)), io.BytesIO(data))
+            names.append(name)
+    packed = buffer.getvalue()
+    if [m.name for m in _members(io.BytesIO(packed), "the archive just written")] != names:
+        raise RuntimeError("--pack: the archive read back does not list the files written into it")
+    archive = write_bytes_atomic(_archive(study_dir), packed)
+    return PackResult(archive, len(files), raw, len(packed))
+
+
+# ---- reading ------------------------------------------------------------------------------------------------
+
+def _checked(member: tarfile.TarInfo, where: str) -> tarfile.TarInfo:
+    path = PurePosixPath(member.name)
+    if (path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != RUNS_DIR
+            or not (member.isfile() or member.isdir())):
+        kind = "file" if member.isfile() else "folder" if member.isdir() else "link or special file"
+        raise ValueError(f"{where}: member {member.name!r} ({kind}) refused; a runs archive holds only files and "
+                         f"folders under {RUNS_DIR}/")
+    return member
+
+
+def _members(fileobj, where: str) -> list[tarfile.TarInfo]:
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r:xz") as tar:
+            return [_checked(m, where) for m in tar.getmembers()]
+    except (tarfile.TarError, EOFError, OSError) as exc:  # lzma.LZMAError is an OSError
+        raise ValueError(f"{where}: not a readable runs archive ({str(exc).splitlines()[0] if str(exc) else exc!r})") \
+            from None
+
+
+def _extract(archive: Path, into: Path) -> None:
+    """Every member of ``archive`` under ``into`` (checked first, all of them: a refused archive extracts
+    nothing)."""
+    where = str(archive)
+    with archive.open("rb") as f:
+        _members(f, where)
+    try:
+        with tarfile.open(archive, mode="r:xz") as tar:
+            for member in tar:
+                _checked(member, where)
+                target = into.joinpath(*PurePosixPath(member.name).parts)
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                with open(target, "wb") as out:
+                    shutil.copyfileobj(source, out)
+    except (tarfile.TarError, EOFError) as exc:
+        raise ValueError(f"{where}: not a readable runs archive ({exc})") from None
+
+
+def unpack_runs(study_dir: str | os.PathLike) -> Path:
+    """Restore ``study_dir/runs/`` from ``study_dir/runs.tar.xz`` (extracted into a temporary folder beside it,
+    renamed into place when complete). ``ValueError`` when there is no archive or ``runs/`` already exists."""
+    study_dir = Path(study_dir)
+    archive, runs = _archive(study_dir), study_dir / RUNS_DIR
+    if not archive.is_file():
+        raise ValueError(f"--unpack: {archive} not found; nothing to unpack")
+    if runs.exists():
+        raise ValueError(f"--unpack: {runs} already exists; move it away first (nothing was overwritten)")
+    with tempfile.TemporaryDirectory(prefix=".unpacking-", dir=study_dir) as tmp:
+        _extract(archive, Path(tmp))
+        extracted = Path(tmp) / RUNS_DIR
+        extracted.mkdir(exist_ok=True)
+        os.replace(extracted, runs)
+    return runs
+
+
+@contextmanager
+def _extracted_copy(study_dir: Path) -> Iterator[Path]:
+    """A temporary study folder: the top-level files of ``study_dir`` (not the archive, no folder) and ``runs/``
+    extracted from the archive. Removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="layerscale-report-") as tmp:
+        copy = Path(tmp) / study_dir.name
+        copy.mkdir()
+        for path in study_dir.iterdir():
+            if path.is_file() and path.name != ARCHIVE_FILE:
+                shutil.copy2(path, copy / path.name)
+        _extract(_archive(study_dir), copy)
+        yield copy
+
+
+def _copy_back(written: Path, study_dir: Path) -> None:
+    """Every file under ``written`` (not ``runs/``) whose bytes differ from ``study_dir``'s (or that it lacks),
+    into ``study_dir``, each atomically."""
+    for path in sorted(written.rglob("*")):
+        relative = path.relative_to(written)
+        if relative.parts[0] == RUNS_DIR or not path.is_file():
+            continue
+        data = path.read_bytes()
+        target = study_dir / relative
+        if target.is_file() and target.read_bytes() == data:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(target, data)
+
+
+def report_from_archive(study_dir: str | os.PathLike, rebuild: Callable[[Path], T]) -> tuple[T, Path]:
+    """``rebuild(folder)`` on a temporary copy of the packed study ``study_dir`` (its top-level files and the
+    archive's ``runs/``); when it returns, the files it wrote or changed are copied back into ``study_dir``.
+    Returns what ``rebuild`` returned and the temporary folder's path as it was (gone by then: map paths in the
+    result back with :func:`relocated`). On any error nothing in ``study_dir`` changes."""
+    study_dir = Path(study_dir)
+    with _extracted_copy(study_dir) as copy:
+        result = rebuild(copy)
+        _copy_back(copy, study_dir)
+        return result, copy
+
+
+def relocated(paths: dict[str, Path], copy: Path, study_dir: str | os.PathLike) -> dict[str, Path]:
+    """``paths`` under the temporary ``copy`` of :func:`report_from_archive`, as the same paths in ``study_dir``."""
+    return {name: Path(study_dir) / Path(path).relative_to(copy) for name, path in paths.items()}

@@ -1,0 +1,321 @@
+"""docs/RESULTS.md's numbers, generated from the committed studies' tables so that the page cannot drift from them.
+
+The page is hand-written prose (designs, limits, what changed) with generated blocks between markers::
+
+    <!-- generated: NAME -->
+    ... replaced by :func:`render_block` ...
+    <!-- end generated: NAME -->
+
+:func:`render_page` rewrites every block from ``docs/results/<study>/results.csv`` (and ``study.json`` for the
+grid and reference, ``runs.csv`` for the compute), printing every interval with
+:func:`layerscale.study.formatting.format_interval` at the study's precision (1 decimal for accuracy in points, 3
+for bits per byte) and every p-value with :func:`~layerscale.study.formatting.format_p`. ``python
+scripts/results_page.py`` rewrites the page; ``--check`` says whether it is current.
+
+Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
+
+- ``glance``: the primary families' Holm-adjusted verdicts only (rows with ``family = primary``);
+- ``<study>-primary``: the primary family's table (difference, raw and Holm-adjusted p, verdict);
+- ``<study>-comparisons``: every other comparison against the reference, both tables (exploratory, BH-adjusted);
+- ``<study>-rates``: the rate each cell chose, and for cells at an edge of the grid the full-budget validation
+  score at that rate against the shared rate's (the final runs of both tables, 3 seeds each);
+- ``<study>-depth-use``: the depth-use interaction table and one sentence per method citing it (never "significant
+  here, not there");
+- ``depthbench-depth-gain``: each method against itself at the shallowest depth (labelled: added after the runs);
+- ``<study>-compute``: runs and training hours from ``runs.csv``;
+- ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..atomic_io import write_text_atomic
+from .formatting import format_interval, format_p
+from .results_table import ResultRow, read_results
+
+__all__ = ["STUDIES", "Study", "load_study", "render_block", "render_page", "main"]
+
+#: the committed studies, in page order, with the names the page gives them
+STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
+           "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
+_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
+                    re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One committed study as the page reads it."""
+
+    key: str
+    rows: list[ResultRow]
+    design: dict
+    runs: list[dict]
+
+    @property
+    def classification(self) -> bool:
+        return self.rows[0]["metric"].startswith("test accuracy")
+
+    @property
+    def digits(self) -> int:
+        return 1 if self.classification else 3
+
+    @property
+    def unit(self) -> str:
+        return "points" if self.classification else "bits per byte"
+
+    @property
+    def reference(self) -> str:
+        return self.design.get("reference") or self.design["methods"][0]
+
+    @property
+    def depth_word(self) -> str:
+        return "blocks" if self.design.get("shapes") else "depth"
+
+    def at(self, depth: int) -> str:
+        return f"{depth} blocks" if self.design.get("shapes") else f"depth {depth}"
+
+    def table(self, name: str) -> list[ResultRow]:
+        return [r for r in self.rows if r.table == name]
+
+    def cell(self, table: str, method: str, depth: int) -> ResultRow | None:
+        return next((r for r in self.table(table) if r.method == method and r.depth == depth), None)
+
+    def interval(self, row: ResultRow, name: str = "diff", digits: int | None = None) -> str:
+        return format_interval(row.interval(name), self.digits if digits is None else digits,
+                               signed=name in ("diff",))
+
+
+def load_study(results_dir: str | os.PathLike, key: str) -> Study:
+    folder = Path(results_dir) / key
+    design = json.loads((folder / "study.json").read_text(encoding="utf-8"))
+    with (folder / "runs.csv").open(encoding="utf-8", newline="") as f:
+        runs = list(csv.DictReader(f))
+    return Study(key, read_results(folder / "results.csv"), design, runs)
+
+
+# ---- blocks -------------------------------------------------------------------------------------------------
+
+def _adjusted(row: ResultRow) -> str:
+    name = {"primary": "Holm", "exploratory": "BH"}.get(row.family, "")
+    return f"{name}-adjusted p {format_p(row.p())}" if name else "no p-value"
+
+
+def _label(study: Study, row: ResultRow) -> str:
+    if row.table == "interaction":
+        return f"{row.method} depth use {row.depth_from} → {row.depth} (against {study.reference})"
+    return f"{row.method} at {study.at(row.depth)}"
+
+
+def _primary_rows(study: Study) -> list[ResultRow]:
+    return [r for r in study.rows if r.family == "primary"]
+
+
+def _glance(studies: dict[str, Study]) -> list[str]:
+    lines = []
+    for key, study in studies.items():
+        rows = _primary_rows(study)
+        parts = [f"{_label(study, r)} {study.interval(r)} {study.unit}: **{r.verdict}** "
+                 f"(Holm-adjusted p {format_p(r.p())})" for r in rows]
+        lines.append(f"- {STUDIES[key]}, against {study.reference} at each method's tuned rate, primary family of "
+                     f"{len(rows)} comparison(s): " + "; ".join(parts) + ".")
+    return lines
+
+
+def _primary(study: Study) -> list[str]:
+    lines = ["| comparison | difference [95 % CI] | p | Holm p | verdict |", "|---|---:|---:|---:|---|"]
+    for r in _primary_rows(study):
+        lines.append(f"| {_label(study, r)} | {study.interval(r)} | {format_p(r.p('p_raw'))} | "
+                     f"{format_p(r.p())} | {r.verdict} |")
+    return lines
+
+
+def _depths(study: Study) -> list[int]:
+    return list(study.design["depths"])
+
+
+def _wide(study: Study, header: str, rows: list[str], cell: Callable[[str, int], str]) -> list[str]:
+    depths = _depths(study)
+    lines = [f"| {header} | " + " | ".join(study.at(d) for d in depths) + " |", "|---|" + "---:|" * len(depths)]
+    for method in rows:
+        lines.append(f"| {method} | " + " | ".join(cell(method, d) for d in depths) + " |")
+    return lines
+
+
+def _comparisons(study: Study) -> list[str]:
+    methods = [m for m in study.design["methods"] if m != study.reference]
+    lines = []
+    for table, title in (("tuned", "each method at its own tuned rate"),
+                         ("shared", f"every method at the shared rate {_shared_lr(study):g}"
+                                    if _shared_lr(study) else "")):
+        if not study.table(table):
+            continue
+
+        def cell(method, depth, table=table):
+            row = study.cell(table, method, depth)
+            if row is None or row.interval("diff") is None:
+                return "—"
+            mark = "*" if row.family == "primary" else ""
+            return f"{study.interval(row)} {row.verdict}{mark} (p {format_p(row.p())})"
+
+        lines += [f"Difference against {study.reference} in {study.unit}, {title} (paired by seed; verdict by the "
+                  "adjusted p shown: Holm for the primary comparisons, marked *, Benjamini–Hochberg for the rest):",
+                  "", *_wide(study, "method", methods, cell), ""]
+    return lines[:-1]
+
+
+def _shared_lr(study: Study) -> float | None:
+    lrs = {r.lr for r in study.table("shared")}
+    return lrs.pop() if len(lrs) == 1 else None
+
+
+def _rates(study: Study) -> list[str]:
+    grid = sorted(study.design["lrs"])
+    lines = [f"Rate each cell chose (grid {', '.join(f'{lr:g}' for lr in grid)}):", ""]
+    lines += _wide(study, "method", list(study.design["methods"]),
+                   lambda m, d: (f"{study.cell('tuned', m, d).lr:g}" if study.cell("tuned", m, d) else "—"))
+    shared = _shared_lr(study)
+    edge = [r for r in study.table("tuned") if r.lr in (grid[0], grid[-1]) and r.lr != shared]
+    if not edge or shared is None:
+        return lines
+    better = 0
+    table = ["| cell | chosen rate | validation at it | validation at the shared rate | test at it | test at the "
+             "shared rate |", "|---|---:|---:|---:|---:|---:|"]
+    sign = 1 if study.classification else -1
+    for r in edge:
+        s = study.cell("shared", r.method, r.depth)
+        if s is None or r.interval("val_best") is None or s.interval("val_best") is None:
+            continue
+        better += sign * (s.interval("val_best").mean - r.interval("val_best").mean) > 0
+        table.append(f"| {r.method} at {study.at(r.depth)} | {r.lr:g} | {study.interval(r, 'val_best')} | "
+                     f"{study.interval(s, 'val_best')} | {study.interval(r, 'test')} | {study.interval(s, 'test')} |")
+    side = "smallest" if all(r.lr == grid[0] for r in edge) else "largest" if all(r.lr == grid[-1] for r in edge) \
+        else "smallest or largest"
+    compared = len(table) - 2
+    lines += ["", f"{len(edge)} cell(s) chose the {side} rate of the grid. Their final runs at that rate and at the "
+              f"shared rate {shared:g} both ran the full budget with 3 seeds; the better mean best validation score "
+              f"was at the shared rate in {better} of the {compared} and at the edge rate in {compared - better} "
+              f"(best {_val_name(study)} during the run, mean over seeds [95 % t-interval]; the test columns are for "
+              "reading only, the choice never sees them):", "", *table]
+    return lines
+
+
+def _val_name(study: Study) -> str:
+    return "validation accuracy (%)" if study.classification else "validation bits per byte"
+
+
+def _contrast_table(study: Study, kind: str, methods: list[str]) -> list[str]:
+    rows = study.table(kind)
+    pairs = list(dict.fromkeys((r.depth_from, r.depth) for r in rows))
+    lines = ["| method | " + " | ".join(f"{a} → {b}" for a, b in pairs) + " |", "|---|" + "---:|" * len(pairs)]
+    for method in methods:
+        by_pair = {(r.depth_from, r.depth): r for r in rows if r.method == method}
+        cells = [f"{study.interval(by_pair[p])} {by_pair[p].verdict}" if p in by_pair and
+                 by_pair[p].interval("diff") is not None else "—" for p in pairs]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _depth_use(study: Study) -> list[str]:
+    methods = [m for m in study.design["methods"] if m != study.reference]
+    depths = _depths(study)
+    lines = [f"Depth-use interaction: (the method's gain from the shallower to the deeper {study.depth_word}) − "
+             f"({study.reference}'s gain), in {study.unit}, each at its tuned rate; Welch intervals (two depths are "
+             "two models); verdicts by Benjamini–Hochberg-adjusted p (exploratory) unless the design made one "
+             "primary:", "", *_contrast_table(study, "interaction", methods), ""]
+    for method in methods:
+        rows = [r for r in study.table("interaction") if r.method == method and r.interval("diff") is not None]
+        called = [r for r in rows if r.verdict in ("better", "worse")]
+        quiet = [f"{r.depth_from} → {r.depth}" for r in rows if r not in called]
+        parts = [f"{method} gains {'more' if r.verdict == 'better' else 'less'} from depth than {study.reference} "
+                 f"from {r.depth_from} → {r.depth} (interaction {study.interval(r)} {study.unit}, {_adjusted(r)})"
+                 for r in called]
+        if quiet:
+            parts.append(f"{'its' if called else method + chr(39) + 's'} depth gain is within noise of {study.reference}'s "
+                         f"from {', '.join(quiet)}")
+        if parts:
+            lines.append(f"- {'; '.join(parts)}.")
+    return lines
+
+
+def _depth_gain(study: Study) -> list[str]:
+    return ["Depth gain: each method against itself at the shallower depth, in "
+            f"{study.unit}, at its tuned rate (Welch intervals; exploratory, Benjamini–Hochberg-adjusted verdicts). "
+            "**Added after the runs** (DESIGN.md addendum of 2026-12-01), not part of the design fixed before them. "
+            "A gain here is not a comparison with the reference: the interaction table above is.", "",
+            *_contrast_table(study, "depth_gain", list(study.design["methods"]))]
+
+
+def _compute(study: Study) -> list[str]:
+    kinds = {kind: sum(1 for r in study.runs if r["kind"] == kind) for kind in ("tune", "final")}
+    seconds = sum(float(r["wall_time_s"]) for r in study.runs if r["wall_time_s"])
+    return [f"{len(study.runs)} runs ({kinds['tune']} tuning, {kinds['final']} final), {seconds / 3600:.1f} h of "
+            "training time summed over runs (`runs.csv`, column `wall_time_s`)."]
+
+
+def _corrections(studies: dict[str, Study]) -> list[str]:
+    lm = studies["lm"]
+    parts = []
+    for method, wrong in (("layerscale", "lower end −0.60"), ("lns", "lower end 0.03")):
+        row = lm.cell("shared", method, 96)
+        parts.append(f"{method} at depth 96 against {lm.reference} reads {lm.interval(row, digits=2)} bits per "
+                     f"byte at two decimals (table: {lm.interval(row)}; the previous page printed the {wrong})")
+    return ["- **Two prose intervals were rounded by hand from rounded values** (language model, shared rate): "
+            + "; ".join(parts) + ". Every interval on this page is now generated from the tables."]
+
+
+_PER_STUDY = {"primary": _primary, "comparisons": _comparisons, "rates": _rates, "depth-use": _depth_use,
+              "compute": _compute}
+
+
+def render_block(name: str, studies: dict[str, Study]) -> str:
+    """The Markdown of the generated block ``name`` (see the module docstring); ``ValueError`` for an unknown one."""
+    if name == "glance":
+        lines = _glance(studies)
+    elif name == "corrections":
+        lines = _corrections(studies)
+    elif name == "depthbench-depth-gain":
+        lines = _depth_gain(studies["depthbench"])
+    else:
+        key, _, block = name.partition("-")
+        if key not in studies or block not in _PER_STUDY:
+            raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, "
+                             f"depthbench-depth-gain or <study>-<block> with study in {', '.join(STUDIES)} and block "
+                             f"in {', '.join(_PER_STUDY)}")
+        lines = _PER_STUDY[block](studies[key])
+    return "\n".join(lines) + "\n"
+
+
+def render_page(text: str, results_dir: str | os.PathLike) -> str:
+    """``text`` (the page) with every generated block rewritten from the studies in ``results_dir``."""
+    studies = {key: load_study(results_dir, key) for key in STUDIES}
+    return _BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name"), studies) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``results_page.py [--check] [PAGE] [RESULTS_DIR]``: rewrite the page (default docs/RESULTS.md, studies in
+    docs/results); ``--check``: exit 1 when the page is not what the tables give, changing nothing."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    args = [a for a in args if a != "--check"]
+    page = Path(args[0] if args else "docs/RESULTS.md")
+    results_dir = Path(args[1] if len(args) > 1 else page.parent / "results")
+    text = page.read_text(encoding="utf-8")
+    rendered = render_page(text, results_dir)
+    if check:
+        if rendered != text:
+            print(f"{page} is not what {results_dir}'s tables give: run python scripts/results_page.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if rendered != text:
+        write_text_atomic(page, rendered)
+    print(f"{page}: {len(_BLOCK.findall(text))} generated blocks from {results_dir}")
+    return 0
