@@ -38,7 +38,8 @@ TUNING_MODES = ("halving", "grid")
 
 #: what a study file written before a design key existed meant by its absence: one tuning seed, no grid extension,
 #: no bootstrap (so an earlier study continues, and rebuilds its tables, exactly as it was run)
-LEGACY_DESIGN = {"tuning": "halving", "tune_seeds": 1, "extend_grid": 0, "bootstrap": 0, "primary_seeds": 0}
+LEGACY_DESIGN = {"tuning": "halving", "tune_seeds": 1, "extend_grid": 0, "bootstrap": 0, "primary_seeds": 0,
+                 "primary_declared": False}
 
 
 def format_lr(lr: float | None) -> str:
@@ -115,6 +116,9 @@ class StudySpec:
     bootstrap: int = 0
     #: seeds ``0 … N−1`` for the cells the primary family compares (0: ``seeds`` like every other cell)
     primary_seeds: int = 0
+    #: whether the design named its primary family before its runs (``False`` only for a study file that predates
+    #: primary families: its family is the default, applied afterwards, and the report says so)
+    primary_declared: bool = True
 
     def __post_init__(self) -> None:
         from ..residual.registry import list_residuals  # here: the CLI builds presets without importing models
@@ -291,14 +295,14 @@ class StudySpec:
                 "min_delta": self.min_delta, "target": self.target, "shared_table": self.shared_table,
                 "shapes": [list(row) for row in self.shapes], "tuning": self.tuning, "tune_seeds": self.tune_seeds,
                 "extend_grid": self.extend_grid, "primary": list(self.primary), "bootstrap": self.bootstrap,
-                "primary_seeds": self.primary_seeds,
+                "primary_seeds": self.primary_seeds, "primary_declared": self.primary_declared,
                 "base": self.base}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
                 "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
-                "bootstrap", "primary_seeds")
+                "bootstrap", "primary_seeds", "primary_declared")
         raw = {**LEGACY_DESIGN, **raw}
         extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes", "primary") else raw[k]) for k in keys if k in raw}
         return cls(tuple(raw["methods"]), tuple(raw["depths"]), tuple(raw["seeds"]), raw.get("base", {}), **extra)

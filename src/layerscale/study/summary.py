@@ -94,7 +94,7 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
     return out
 
 
-def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast]) -> str:
+def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], declared: bool = True) -> str:
     """What a 95 % verdict means across this many comparisons, with the study's own counts."""
     compared = [x for x in (*cells, *contrasts) if x.p_raw is not None]
     primary = sum(x.family == PRIMARY for x in compared)
@@ -102,7 +102,8 @@ def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast]) ->
     return (f"This study tests {len(compared)} comparisons. At 95 % each one alone calls a difference about 1 time in "
             f"20 when there is none, so among {len(compared)} equal pairs about {0.05 * len(compared):.1f} would be "
             f"called by chance. Verdicts are therefore adjusted: the {primary} comparison(s) of the primary family, "
-            f"fixed in the design before the runs, by Holm (1979; the chance of any false verdict among them is at "
+            + ("fixed in the design before the runs" if declared else "the default family, applied after the runs")
+            + f", by Holm (1979; the chance of any false verdict among them is at "
             f"most 5 %), and the other {rest} by Benjamini & Hochberg (1995; at most 5 % of their verdicts "
             "expected false). Intervals are not adjusted: an interval that excludes 0 with an adjusted p ≥ 0.05 is "
             "reported as within noise.")
@@ -113,8 +114,11 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
     by_key = {("diff", c.method, None, c.depth): c for c in cells if c.table == "tuned"}
     by_key.update({(k.kind, k.method, k.depth_from, k.depth): k for k in contrasts if k.table == "tuned"})
     boot = spec.bootstrap > 0
+    when = ("Fixed in the study's design before its runs" if spec.primary_declared else
+            "The procedure's default family, applied after this study's runs (its design predates primary families, "
+            "so the family was not chosen in advance)")
     lines = ["## Primary comparisons (Holm-adjusted)", "",
-             f"Fixed in the study's design before its runs: {', '.join(spec.primary)} (``METHOD@DEPTH``: against "
+             f"{when}: {', '.join(spec.primary)} (``METHOD@DEPTH``: against "
              f"{spec.reference_method} at that depth, tuned table; ``METHOD@A:B``: the depth-use interaction).", "",
              "| comparison | difference [95 % CI] | " + ("two-level bootstrap 95 % | " if boot else "")
              + "p | Holm p | verdict |", "|---|---:|" + ("---:|" if boot else "") + "---:|---:|---|"]
@@ -214,7 +218,7 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
               f"Differences are paired by seed against **{spec.reference_method}** at the same depth. Budget: "
               f"{total_steps} steps per run"
               + (f", early stopping after {spec.patience} evaluations without improvement" if spec.patience else "")
-              + ". " + TRUNCATION_NOTE, "", multiplicity_sentence(cells, list(contrasts)), ""]
+              + ". " + TRUNCATION_NOTE, "", multiplicity_sentence(cells, list(contrasts), spec.primary_declared), ""]
     lines += primary_lines(spec, cells, list(contrasts), metric)
     tables = [("tuned", "Each method at its own tuned learning rate")] if spec.tuned else []
     if spec.shared_table or not spec.tuned:
