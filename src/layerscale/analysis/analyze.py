@@ -108,7 +108,7 @@ class _Intervals:
         self.values: dict[str, Any] = {}
 
     def add(self, name: str, replicates: torch.Tensor) -> list:
-        low, high = percentile_interval(replicates, self.level)
+        low, high = percentile_interval(replicates, self.level, discrete=name.startswith("summary/"))
         value = torch.stack([low, high], dim=-1).tolist()
         self.values[name] = value
         return value
