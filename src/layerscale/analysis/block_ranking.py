@@ -7,8 +7,9 @@ For the stream ``x^(l)`` entering block ``l`` (0-based, ``x^(L)`` leaves the las
   over the examples. The per-block score is ``n = 1``. The token the head reads (:func:`head_readout`): the **last**
   token for a language model (Gromov et al.'s choice), the **class** token for a classifier whose head reads it
   (ours, timm ViT / DeiT III with ``global_pool="token"``, Hugging Face ViT), else the **mean** over tokens (a
-  model that pools its features, e.g. timm ``global_pool="avg"``, or CaiT, whose class token joins only after the
-  main stack and whose class attention reads every patch token).
+  model that pools its features, e.g. timm ``global_pool="avg"`` — whose mean skips the class token, here kept:
+  one token of the mean — or CaiT, whose class token joins only after the main stack and whose class attention
+  reads every patch token).
 * **block_influence** (Men et al. 2024, "ShortGPT: Layers in Large Language Models are More Redundant Than You
   Expect", arXiv 2403.03853, Eq. 3): ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over every token ``t`` of every
   example (the mean over a sequence's tokens first, then over the examples).
