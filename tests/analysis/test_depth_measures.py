@@ -184,3 +184,27 @@ def test_refuses_non_finite_weights_in_one_line():
     with pytest.raises(ValueError, match=r"'blocks\.1\.attn\.qkv\.weight' holds 1 NaN") as info:
         analyze_depth(model, (IMAGES, torch.zeros(24, dtype=torch.long)))
     assert "\n" not in str(info.value)
+
+
+def test_control_task_ties_random_labels_to_input_clusters_and_selectivity_is_reported():
+    from layerscale.analysis.control_task import control_labels, kmeans_types
+
+    g = torch.Generator().manual_seed(0)
+    centres = 10.0 * torch.randn(6, 4, generator=g)
+    truth = torch.arange(60) % 6
+    features = centres[truth] + 0.1 * torch.randn(60, 4, generator=g)
+    types = kmeans_types(features, 6, seed=1)
+    # the six well-separated clusters are found (up to their numbering)
+    assert all(len(set(types[truth == c].tolist())) == 1 for c in range(6)) and len(set(types.tolist())) == 6
+    labels = torch.arange(60) % 3
+    control = control_labels(types, labels, seed=2)
+    assert all(len(set(control[types == t].tolist())) == 1 for t in set(types.tolist()))
+    assert set(control.tolist()) <= set(labels.tolist())
+    model = _vit(depth=2)
+    result = analyze_depth(model, (IMAGES, _labels(model)), batch_size=12, bootstrap=100, probe_splits=2)
+    assert set(result.probe_selectivity) == {"block_out/cls", "block_out/mean", "embedding/cls", "embedding/mean"}
+    for point, curve in result.probe_selectivity.items():
+        assert len(curve) == (1 if point.startswith("embedding/") else 2)
+        for value, (low, high) in zip(curve, result.intervals[f"probe_selectivity/{point}"]):
+            assert low - 1e-12 <= value <= high + 1e-12
+    assert "selectivity_block_out_cls_low" in result.csv_rows()[0]

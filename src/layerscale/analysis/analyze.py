@@ -10,8 +10,8 @@ update) is read off the cached streams. Every measure is kept **per example**.
 **Pass 2** (only when a chosen span is neither one block nor ends at the top): the contiguous n-block removal curve
 (:mod:`~layerscale.analysis.span_removal`) for the spans chosen from pass 1's mean distances.
 
-Then the linear probes (over ``probe_splits`` seeded splits, at the embedding ``x^(0)`` and after every block) and
-the CKA matrix from the pooled features, and the **bootstrap** (:mod:`layerscale.stats.bootstrap`): ``bootstrap``
+Then the linear probes (over ``probe_splits`` seeded splits, at the embedding ``x^(0)`` and after every block, with
+Hewitt & Liang's control-task selectivity) and the CKA matrix from the pooled features, and the **bootstrap** (:mod:`layerscale.stats.bootstrap`): ``bootstrap``
 replicates resample the examples (and, for probes, the splits), every per-block mean and every summary
 (:mod:`~layerscale.analysis.summary`) is recomputed per replicate, and the ``level`` percentile interval is stored.
 The removal spans are chosen once, on all examples (the intervals are conditional on that choice), except with
@@ -26,6 +26,7 @@ the removal curve (usually far fewer), and one more clean pass for pass 2. Memor
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -34,6 +35,7 @@ from torch import nn
 from ..stats.bootstrap import bootstrap_means, bootstrap_weights, percentile_interval, value_shares
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
 from .block_ranking import block_influence, has_class_token, head_readout, readout_tokens, stream_distances
+from .control_task import control_labels, kmeans_types
 from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
 from .device import analysis_device
 from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss, task_of
@@ -114,44 +116,77 @@ class _Intervals:
         return value
 
 
+@dataclass
+class _ProbeResults:
+    accuracy: dict[str, list[float]]
+    embedding: dict[str, float]
+    selectivity: dict[str, list[float]]
+    replicated: dict[str, torch.Tensor]
+
+
 def _probes(pooled: dict[str, torch.Tensor], labels: torch.Tensor, train_fraction: float, seed: int, splits: int,
-            alpha: float, replicates: int, intervals: _Intervals) -> tuple[dict[str, list[float]], dict[str, float],
-                                                                          dict[str, torch.Tensor]]:
-    """Probe accuracy (mean over ``splits`` seeded splits) per point and block, at the embedding, and each
-    point's replicated curve ``(B, L)`` — a replicate draws ``splits`` splits with replacement and resamples each
-    one's test examples."""
+            alpha: float, replicates: int, types_per_class: int, intervals: _Intervals) -> _ProbeResults:
+    """Probe accuracy (mean over ``splits`` seeded splits) per point and block, at the embedding, and the
+    control-task selectivity (:mod:`~layerscale.analysis.control_task`) of the block outputs and the embedding;
+    each point's replicated curve ``(B, L)`` — a replicate draws ``splits`` splits with replacement and resamples
+    each one's test examples (the same draws for the task and its control: the selectivity is paired)."""
     n, num_classes = labels.shape[0], int(labels.max()) + 1
     names = sorted(pooled)
+    controls = {}
+    for name in names:
+        point, pooling = name.split("/")
+        if point == "embedding":
+            types = kmeans_types(pooled[name][:, 0], types_per_class * num_classes, seed)
+            controls[pooling] = control_labels(types, labels, seed)
+    with_control = [name for name in names if name.split("/")[0] in ("block_out", "embedding")]
     correct: dict[str, list[torch.Tensor]] = {name: [] for name in names}
+    control: dict[str, list[torch.Tensor]] = {name: [] for name in with_control}
     weights = []
     for s in range(splits):
         train, test = probe_split(n, train_fraction, seed + s)
         weights.append(bootstrap_weights(len(test), replicates, seed=seed + 7919 * (s + 1)))
         for name in names:
-            correct[name].append(ridge_probe_correct(pooled[name].transpose(0, 1), labels, train, test,
-                                                     num_classes, alpha).double())
+            features = pooled[name].transpose(0, 1)
+            correct[name].append(ridge_probe_correct(features, labels, train, test, num_classes, alpha).double())
+            if name in control:
+                control[name].append(ridge_probe_correct(features, controls[name.split("/")[1]], train, test,
+                                                         num_classes, alpha).double())
     picks = torch.randint(0, splits, (replicates, splits), generator=torch.Generator().manual_seed(seed + 104729))
-    accuracy, embedding, replicated = {}, {}, {}
-    for name in names:
-        per_split = torch.stack([bootstrap_means(c.T, w) for c, w in zip(correct[name], weights)])  # (S, B, P)
+
+    def replicate(chunks: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        per_split = torch.stack([bootstrap_means(c.T, w) for c, w in zip(chunks, weights)])  # (S, B, P)
         rows = per_split[picks, torch.arange(replicates)[:, None]]  # (B, S, P): the drawn splits
-        boot = rows.mean(dim=1)
-        estimate = torch.stack([c.mean(dim=1) for c in correct[name]]).mean(dim=0)  # (P,)
+        return torch.stack([c.mean(dim=1) for c in chunks]).mean(dim=0), rows.mean(dim=1)
+
+    out = _ProbeResults({}, {}, {}, {})
+    for name in names:
+        estimate, boot = replicate(correct[name])
         point, pooling = name.split("/")
+        selectivity = None
+        if name in control:
+            control_estimate, control_boot = replicate(control[name])
+            selectivity, boot_selectivity = estimate - control_estimate, boot - control_boot
         if point == "embedding":
-            embedding[pooling] = float(estimate[0])
+            out.embedding[pooling] = float(estimate[0])
             intervals.add(f"probe_embedding/{pooling}", boot[:, 0])
+            if selectivity is not None:
+                out.selectivity[name] = selectivity.tolist()
+                intervals.add(f"probe_selectivity/{name}", boot_selectivity)
         else:
-            accuracy[name] = estimate.tolist()
-            replicated[name] = boot
+            out.accuracy[name] = estimate.tolist()
+            out.replicated[name] = boot
             intervals.add(f"probe/{name}", boot)
-    return accuracy, embedding, replicated
+            if selectivity is not None:
+                out.selectivity[name] = selectivity.tolist()
+                intervals.add(f"probe_selectivity/{name}", boot_selectivity)
+    return out
 
 
 def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_examples: int | None = 1000,
                   tolerance: float = 0.01, near_identity: float = 0.02, spans: str = "angular",
                   probes: bool = True, probe_alpha: float = 1e-3, probe_train_fraction: float = 0.5,
-                  probe_tolerance: float = 0.01, probe_splits: int = 5, cka: str = "linear",
+                  probe_tolerance: float = 0.01, probe_splits: int = 5, control_types: int = 10,
+                  cka: str = "linear",
                   bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
                   device: str | torch.device | None = None, progress: bool = False,
                   call: Callable[[torch.Tensor], Any] | None = None, source: str | None = None) -> DepthAnalysis:
@@ -164,7 +199,8 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     ``near_identity`` (angular distance) and ``probe_tolerance`` (accuracy) are the summary's thresholds;
     ``spans`` (``"angular"`` or ``"exhaustive"``) chooses the removal curve's spans; probes (classifiers only) are
     ridge classifiers with ``probe_alpha`` trained on ``probe_train_fraction`` of the examples, over
-    ``probe_splits`` splits seeded from ``seed``; ``cka`` is ``"linear"`` or ``"debiased"``; ``bootstrap``
+    ``probe_splits`` splits seeded from ``seed``, with a control task of ``control_types`` input clusters per
+    class (:mod:`~layerscale.analysis.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``; ``bootstrap``
     replicates (seeded from ``seed``) give ``level`` intervals. ``device`` is where the batches go (default: the
     device of the model's first parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
     model is put in eval mode for the analysis and restored afterwards.
@@ -187,6 +223,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     if isinstance(probe_alpha, bool) or not isinstance(probe_alpha, (int, float)) or not probe_alpha > 0:
         raise ValueError(f"probe_alpha must be a number > 0, got {probe_alpha!r}")
     _check_int("probe_splits", probe_splits, 1)
+    _check_int("control_types", control_types, 1)
     _check_int("bootstrap", bootstrap, 2)
     if spans not in SPAN_SELECTIONS:
         raise ValueError(f"spans must be one of {SPAN_SELECTIONS}, got {spans!r}")
@@ -311,12 +348,11 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     pooled = {point: torch.cat(chunks) for point, chunks in features.items()}
     n_train = int(round(n * probe_train_fraction))
     probes = probes and task == CLASSIFICATION and n_train >= 2 and n - n_train >= 1  # else too few to split
-    probe_accuracy: dict[str, list[float]] = {}
-    probe_embedding: dict[str, float] = {}
-    probe_replicates: dict[str, torch.Tensor] = {}
+    found = _ProbeResults({}, {}, {}, {})
     if probes:
-        probe_accuracy, probe_embedding, probe_replicates = _probes(
-            pooled, evalset.targets, probe_train_fraction, seed, probe_splits, probe_alpha, bootstrap, intervals)
+        found = _probes(pooled, evalset.targets, probe_train_fraction, seed, probe_splits, probe_alpha, bootstrap,
+                        control_types, intervals)
+    probe_accuracy, probe_replicates = found.accuracy, found.replicated
     cka_point = "block_out/mean"
     cka_values = (cka_matrix if cka == "linear" else debiased_cka_matrix)(pooled[cka_point]).tolist()
 
@@ -360,7 +396,8 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     settings = {"batch_size": batch_size, "max_examples": max_examples, "tolerance": tolerance,
                 "near_identity": near_identity, "spans": spans, "probes": "ridge" if probes else "none",
                 "probe_alpha": probe_alpha, "probe_train_fraction": probe_train_fraction,
-                "probe_tolerance": probe_tolerance, "probe_splits": probe_splits, "cka": cka,
+                "probe_tolerance": probe_tolerance, "probe_splits": probe_splits,
+                "control_types": control_types, "cka": cka,
                 "bootstrap": bootstrap, "level": level, "seed": seed, "class_token": class_token}
     return DepthAnalysis(
         model=name, residual=residual if isinstance(residual, str) else None, task=task, num_examples=n,
@@ -374,6 +411,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         removal_spans=[[s + 1, s + length] for s, length in chosen],
         removal_distance=[float(mean_distance[s, s + length]) for s, length in chosen],
         removal_delta_loss=curve.tolist(), removal_delta_accuracy=delta_acc[:, columns].mean(dim=0).tolist(),
-        probe_accuracy=probe_accuracy, probe_embedding=probe_embedding, cka=cka_values,
+        probe_accuracy=probe_accuracy, probe_embedding=found.embedding, probe_selectivity=found.selectivity,
+        cka=cka_values,
         cka_representation=cka_point, cka_kind=cka, intervals=intervals.values, summary=summary,
         settings=settings, source=source)

@@ -152,6 +152,9 @@ def figure_probes(result: DepthAnalysis):
             _band(ax, result, f"probe/{point}", blocks, line.get_color())
     for pooling, value in sorted(result.probe_embedding.items()):
         ax.axhline(value, color="0.4", ls=":", lw=1, label=f"embedding x⁰ ({pooling})")
+    for point, curve in sorted(result.probe_selectivity.items()):
+        if not point.startswith("embedding/"):
+            ax.plot(blocks, curve, "-.", lw=1, label=f"selectivity, task − control ({point.split('/')[1]})")
     ax.set_xlabel("block")
     ax.set_ylabel("probe accuracy (held out)")
     if result.summary.probe_saturation_depth is not None:
@@ -234,7 +237,9 @@ def analysis_sections(result: DepthAnalysis) -> list[ReportSection]:
             f"Held-out accuracy of a ridge classifier trained on pooled features at each block, the mean over "
             f"{result.settings.get('probe_splits', 1)} splits, with {level} bands over splits and examples (solid: "
             "block output; dashed: module points inside the block; dotted: the embedding x⁰, the baseline any "
-            "block must beat). The red line marks the probe-saturation depth.", name="probes"))
+            "block must beat; dash-dotted: selectivity, the block-output accuracy minus that on a control task "
+            "of random labels tied to input clusters, Hewitt & Liang 2019). The red line marks the "
+            "probe-saturation depth.", name="probes"))
     sections.append(ReportSection(
         f"Representation similarity ({result.cka_kind} CKA)", figure_cka(result),
         f"{result.cka_kind.capitalize()} CKA between the outputs of every pair of blocks "

@@ -39,7 +39,8 @@ class DepthAnalysis:
     ``removal_delta_accuracy[n − 1]``: the span of ``n`` blocks removed for the n-block curve and what its removal
     costs; ``probe_accuracy[point][l]`` held-out linear-probe accuracy (mean over the probe splits) at an observation
     point (``block_out/cls``, ``block_out/mean``, ``attn_out/...``, ``mlp_out/...``, ``norm2_in/...``) and
-    ``probe_embedding[pooling]`` at the embedding ``x^(0)``; ``cka[l][m]`` (``cka_kind``: linear or debiased)
+    ``probe_embedding[pooling]`` at the embedding ``x^(0)``; ``probe_selectivity[point]``: task minus control-task
+    accuracy (Hewitt & Liang 2019) for the block outputs and the embedding (``embedding/POOLING``, one value); ``cka[l][m]`` (``cka_kind``: linear or debiased)
     between block outputs ``l`` and ``m``. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
     of each entry of ``name`` (a field above, ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
     """
@@ -66,6 +67,7 @@ class DepthAnalysis:
     removal_delta_accuracy: list[float]
     probe_accuracy: dict[str, list[float]]
     probe_embedding: dict[str, float]
+    probe_selectivity: dict[str, list[float]]
     cka: list[list[float]]
     cka_representation: str
     cka_kind: str
@@ -145,6 +147,8 @@ class DepthAnalysis:
             }
             values.update({f"probe_{point.replace('/', '_')}": (curve[i], f"probe/{point}", i)
                            for point, curve in self.probe_accuracy.items()})
+            values.update({f"selectivity_{point.replace('/', '_')}": (curve[i], f"probe_selectivity/{point}", i)
+                           for point, curve in self.probe_selectivity.items() if not point.startswith("embedding/")})
             row: dict[str, Any] = {"block": i + 1, "name": name}
             for column, (value, key, index) in values.items():
                 row[column] = value
