@@ -11,7 +11,8 @@ update) is read off the cached streams. Every measure is kept **per example**.
 (:mod:`~layerscale.analysis.span_removal`) for the spans chosen from pass 1's mean distances.
 
 Then the linear probes (over ``probe_splits`` seeded splits, at the embedding ``x^(0)`` and after every block, with
-Hewitt & Liang's control-task selectivity) and the CKA matrix from the pooled features, and the **bootstrap** (:mod:`layerscale.stats.bootstrap`): ``bootstrap``
+Hewitt & Liang's control-task selectivity) and the CKA matrix from the pooled features, and the **bootstrap**
+(:mod:`layerscale.stats.bootstrap`): ``bootstrap``
 replicates resample the examples (and, for probes, the splits), every per-block mean and every summary
 (:mod:`~layerscale.analysis.summary`) is recomputed per replicate, and the ``level`` percentile interval is stored.
 The removal spans are chosen once, on all examples (the intervals are conditional on that choice), except with
@@ -26,21 +27,20 @@ the removal curve (usually far fewer), and one more clean pass for pass 2. Memor
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 from torch import nn
 
-from ..stats.bootstrap import bootstrap_means, bootstrap_weights, percentile_interval, value_shares
+from ..stats.bootstrap import bootstrap_means, bootstrap_weights, value_shares
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
 from .block_ranking import block_influence, has_class_token, head_readout, readout_tokens, stream_distances
-from .control_task import control_labels, kmeans_types
 from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
 from .device import analysis_device
 from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss, task_of
 from .geometry import angular_distance, relative_update_norm
-from .probes import probe_split, ridge_probe_correct
+from .intervals import IntervalTable
+from .probe_curves import ProbeResults, probe_curves
 from .result import DepthAnalysis
 from .span_removal import SPAN_SELECTIONS, best_per_length, candidate_spans, remove_spans, span_losses, spans_to_run
 from .streams import MODULE_POINTS, BlockStack, find_block_stack
@@ -85,6 +85,11 @@ class _Progress:
         if self._bar is not None:
             self._bar.update(1)
 
+    def extend(self, passes: int) -> None:
+        if self._bar is not None:
+            self._bar.total += passes
+            self._bar.refresh()
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -100,86 +105,6 @@ def _capture(stack: BlockStack, inputs: torch.Tensor, module_points: bool):
     except (RuntimeError, IndexError) as exc:
         raise ValueError(f"{stack.model_name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
                          f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
-
-
-class _Intervals:
-    """Percentile intervals of replicated means, stored as ``[[low, high], ...]`` (or one ``[low, high]``)."""
-
-    def __init__(self, level: float) -> None:
-        self.level = level
-        self.values: dict[str, Any] = {}
-
-    def add(self, name: str, replicates: torch.Tensor) -> list:
-        low, high = percentile_interval(replicates, self.level, discrete=name.startswith("summary/"))
-        value = torch.stack([low, high], dim=-1).tolist()
-        self.values[name] = value
-        return value
-
-
-@dataclass
-class _ProbeResults:
-    accuracy: dict[str, list[float]]
-    embedding: dict[str, float]
-    selectivity: dict[str, list[float]]
-    replicated: dict[str, torch.Tensor]
-
-
-def _probes(pooled: dict[str, torch.Tensor], labels: torch.Tensor, train_fraction: float, seed: int, splits: int,
-            alpha: float, replicates: int, types_per_class: int, intervals: _Intervals) -> _ProbeResults:
-    """Probe accuracy (mean over ``splits`` seeded splits) per point and block, at the embedding, and the
-    control-task selectivity (:mod:`~layerscale.analysis.control_task`) of the block outputs and the embedding;
-    each point's replicated curve ``(B, L)`` — a replicate draws ``splits`` splits with replacement and resamples
-    each one's test examples (the same draws for the task and its control: the selectivity is paired)."""
-    n, num_classes = labels.shape[0], int(labels.max()) + 1
-    names = sorted(pooled)
-    controls = {}
-    for name in names:
-        point, pooling = name.split("/")
-        if point == "embedding":
-            types = kmeans_types(pooled[name][:, 0], types_per_class * num_classes, seed)
-            controls[pooling] = control_labels(types, labels, seed)
-    with_control = [name for name in names if name.split("/")[0] in ("block_out", "embedding")]
-    correct: dict[str, list[torch.Tensor]] = {name: [] for name in names}
-    control: dict[str, list[torch.Tensor]] = {name: [] for name in with_control}
-    weights = []
-    for s in range(splits):
-        train, test = probe_split(n, train_fraction, seed + s)
-        weights.append(bootstrap_weights(len(test), replicates, seed=seed + 7919 * (s + 1)))
-        for name in names:
-            features = pooled[name].transpose(0, 1)
-            correct[name].append(ridge_probe_correct(features, labels, train, test, num_classes, alpha).double())
-            if name in control:
-                control[name].append(ridge_probe_correct(features, controls[name.split("/")[1]], train, test,
-                                                         num_classes, alpha).double())
-    picks = torch.randint(0, splits, (replicates, splits), generator=torch.Generator().manual_seed(seed + 104729))
-
-    def replicate(chunks: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        per_split = torch.stack([bootstrap_means(c.T, w) for c, w in zip(chunks, weights)])  # (S, B, P)
-        rows = per_split[picks, torch.arange(replicates)[:, None]]  # (B, S, P): the drawn splits
-        return torch.stack([c.mean(dim=1) for c in chunks]).mean(dim=0), rows.mean(dim=1)
-
-    out = _ProbeResults({}, {}, {}, {})
-    for name in names:
-        estimate, boot = replicate(correct[name])
-        point, pooling = name.split("/")
-        selectivity = None
-        if name in control:
-            control_estimate, control_boot = replicate(control[name])
-            selectivity, boot_selectivity = estimate - control_estimate, boot - control_boot
-        if point == "embedding":
-            out.embedding[pooling] = float(estimate[0])
-            intervals.add(f"probe_embedding/{pooling}", boot[:, 0])
-            if selectivity is not None:
-                out.selectivity[name] = selectivity.tolist()
-                intervals.add(f"probe_selectivity/{name}", boot_selectivity)
-        else:
-            out.accuracy[name] = estimate.tolist()
-            out.replicated[name] = boot
-            intervals.add(f"probe/{name}", boot)
-            if selectivity is not None:
-                out.selectivity[name] = selectivity.tolist()
-                intervals.add(f"probe_selectivity/{name}", boot_selectivity)
-    return out
 
 
 def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_examples: int | None = 1000,
@@ -287,18 +212,20 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                 exit_after_each_block(stack, inputs, targets, captured, logits, early_exit, bar.step)
                 del captured, streams
             clean_loss_e, clean_acc_e = (t[:, 0] for t in clean.per_example())
-            if not bool(torch.isfinite(clean_loss_e).all()):
-                raise ValueError(f"{name}: the evaluation loss is not finite on {int((~torch.isfinite(clean_loss_e)).sum())} "
-                                 "example(s); depth analysis needs a finite loss")
+            bad = int((~torch.isfinite(clean_loss_e)).sum())
+            if bad:
+                raise ValueError(f"{name}: the evaluation loss is not finite on {bad} example(s); depth analysis "
+                                 "needs a finite loss")
             mean_distance = distance_sum / n
             spans_all = candidate_spans(mean_distance, spans)
             to_run = spans_to_run(spans_all, depth)
             removed = LossTotals(len(to_run))
             if to_run:
+                bar.extend(batches * len(to_run))
                 for inputs, targets in evalset.batches(batch_size):
                     inputs, targets = inputs.to(device), targets.to(device)
                     captured = _capture(stack, inputs, False)
-                    remove_spans(stack, inputs, targets, captured, to_run, removed)
+                    remove_spans(stack, inputs, targets, captured, to_run, removed, bar.step)
                     del captured
     finally:
         bar.close()
@@ -312,7 +239,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     measures = {name_: torch.cat(chunks) for name_, chunks in per_example.items()}
 
     weights = bootstrap_weights(n, bootstrap, seed)
-    intervals = _Intervals(level)
+    intervals = IntervalTable(level)
 
     def boot(values: torch.Tensor) -> torch.Tensor:
         return bootstrap_means(values, weights)
@@ -348,9 +275,9 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     pooled = {point: torch.cat(chunks) for point, chunks in features.items()}
     n_train = int(round(n * probe_train_fraction))
     probes = probes and task == CLASSIFICATION and n_train >= 2 and n - n_train >= 1  # else too few to split
-    found = _ProbeResults({}, {}, {}, {})
+    found = ProbeResults({}, {}, {}, {})
     if probes:
-        found = _probes(pooled, evalset.targets, probe_train_fraction, seed, probe_splits, probe_alpha, bootstrap,
+        found = probe_curves(pooled, evalset.targets, probe_train_fraction, seed, probe_splits, probe_alpha, bootstrap,
                         control_types, intervals)
     probe_accuracy, probe_replicates = found.accuracy, found.replicated
     cka_point = "block_out/mean"

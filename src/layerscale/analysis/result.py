@@ -40,7 +40,8 @@ class DepthAnalysis:
     costs; ``probe_accuracy[point][l]`` held-out linear-probe accuracy (mean over the probe splits) at an observation
     point (``block_out/cls``, ``block_out/mean``, ``attn_out/...``, ``mlp_out/...``, ``norm2_in/...``) and
     ``probe_embedding[pooling]`` at the embedding ``x^(0)``; ``probe_selectivity[point]``: task minus control-task
-    accuracy (Hewitt & Liang 2019) for the block outputs and the embedding (``embedding/POOLING``, one value); ``cka[l][m]`` (``cka_kind``: linear or debiased)
+    accuracy (Hewitt & Liang 2019) for the block outputs and the embedding (``embedding/POOLING``, one value);
+    ``cka[l][m]`` (``cka_kind``: linear or debiased)
     between block outputs ``l`` and ``m``. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
     of each entry of ``name`` (a field above, ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
     """
