@@ -208,3 +208,6 @@ def test_control_task_ties_random_labels_to_input_clusters_and_selectivity_is_re
         for value, (low, high) in zip(curve, result.intervals[f"probe_selectivity/{point}"]):
             assert low - 1e-12 <= value <= high + 1e-12
     assert "selectivity_block_out_cls_low" in result.csv_rows()[0]
+    # the class token's x⁰ is one vector for every image: chance on the task and on a control task with real types
+    # (not a degenerate one-label control task, which would make the selectivity about −1)
+    assert abs(result.probe_selectivity["embedding/cls"][0]) < 0.5

@@ -7,7 +7,8 @@ probe's own capacity, and **selectivity** = task accuracy − control accuracy m
 makes linearly available beyond that. Images have no types, and held-out examples never repeat, so here the types
 are clusters of the *input*: ``k``-means (Lloyd 1982; ``iterations`` rounds from seeded k-means++ centres, Arthur &
 Vassilvitskii 2007) on the
-embedding ``x^(0)`` read the way the probes read it, ``k = types_per_class · classes`` clusters, each given a
+mean-pooled embedding ``x^(0)`` (a class token's ``x^(0)`` is the same for every input), ``k = types_per_class ·
+classes`` clusters, each given a
 label drawn uniformly from the task's labels of the examples (so the label distribution is kept). Types then recur
 between the probe's training and held-out halves, as words do, and a representation that keeps the input's
 cluster structure lets the probe score above chance on the control task.

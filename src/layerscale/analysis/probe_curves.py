@@ -28,19 +28,17 @@ class ProbeResults:
 
 
 def probe_curves(pooled: dict[str, torch.Tensor], labels: torch.Tensor, train_fraction: float, seed: int, splits: int,
-            alpha: float, replicates: int, types_per_class: int, intervals: IntervalTable) -> _ProbeResults:
+            alpha: float, replicates: int, types_per_class: int, intervals: IntervalTable) -> ProbeResults:
     """Probe accuracy (mean over ``splits`` seeded splits) per point and block, at the embedding, and the
     control-task selectivity (:mod:`~layerscale.analysis.control_task`) of the block outputs and the embedding;
     each point's replicated curve ``(B, L)`` — a replicate draws ``splits`` splits with replacement and resamples
     each one's test examples (the same draws for the task and its control: the selectivity is paired)."""
     n, num_classes = labels.shape[0], int(labels.max()) + 1
     names = sorted(pooled)
-    controls = {}
-    for name in names:
-        point, pooling = name.split("/")
-        if point == "embedding":
-            types = kmeans_types(pooled[name][:, 0], types_per_class * num_classes, seed)
-            controls[pooling] = control_labels(types, labels, seed)
+    # the types of the control task: clusters of the mean-pooled embedding (the class token's x^(0) is the same
+    # for every input, so it has no types); one control task for every point and pooling
+    types = kmeans_types(pooled["embedding/mean"][:, 0], types_per_class * num_classes, seed)
+    control_task = control_labels(types, labels, seed)
     with_control = [name for name in names if name.split("/")[0] in ("block_out", "embedding")]
     correct: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     control: dict[str, list[torch.Tensor]] = {name: [] for name in with_control}
@@ -52,8 +50,8 @@ def probe_curves(pooled: dict[str, torch.Tensor], labels: torch.Tensor, train_fr
             features = pooled[name].transpose(0, 1)
             correct[name].append(ridge_probe_correct(features, labels, train, test, num_classes, alpha).double())
             if name in control:
-                control[name].append(ridge_probe_correct(features, controls[name.split("/")[1]], train, test,
-                                                         num_classes, alpha).double())
+                control[name].append(ridge_probe_correct(features, control_task, train, test, num_classes,
+                                                         alpha).double())
     picks = torch.randint(0, splits, (replicates, splits), generator=torch.Generator().manual_seed(seed + 104729))
 
     def replicate(chunks: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
