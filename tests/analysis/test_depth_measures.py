@@ -211,3 +211,20 @@ def test_control_task_ties_random_labels_to_input_clusters_and_selectivity_is_re
     # the class token's x⁰ is one vector for every image: chance on the task and on a control task with real types
     # (not a degenerate one-label control task, which would make the selectivity about −1)
     assert abs(result.probe_selectivity["embedding/cls"][0]) < 0.5
+
+
+def test_token_level_cka_uses_every_token_of_the_first_examples_as_rows():
+    model = _vit(depth=3)
+    labels = _labels(model)
+    tokens = 5  # 4 patches + the class token
+    result = analyze_depth(model, (IMAGES, labels), batch_size=7, probes=False, bootstrap=20, cka="debiased",
+                           cka_tokens=12 * tokens + 3)
+    seen = []
+    hooks = [b.register_forward_hook(lambda m, a, out: seen.append(out.detach())) for b in model.blocks]
+    with torch.no_grad():
+        model(IMAGES[:12])
+    for h in hooks:
+        h.remove()
+    rows = torch.stack(seen, dim=2).reshape(12 * tokens, 3, -1)  # first 12 examples (7 + 5 over two batches)
+    assert result.cka_representation == f"block_out/tokens ({12 * tokens} token rows)"
+    assert torch.allclose(torch.tensor(result.cka, dtype=torch.float64), debiased_cka_matrix(rows), atol=1e-5)

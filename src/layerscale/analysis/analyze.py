@@ -111,7 +111,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                   tolerance: float = 0.01, near_identity: float = 0.02, spans: str = "angular",
                   probes: bool = True, probe_alpha: float = 1e-3, probe_train_fraction: float = 0.5,
                   probe_tolerance: float = 0.01, probe_splits: int = 5, control_types: int = 10,
-                  cka: str = "linear",
+                  cka: str = "linear", cka_tokens: int = 0,
                   bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
                   device: str | torch.device | None = None, progress: bool = False,
                   call: Callable[[torch.Tensor], Any] | None = None, source: str | None = None) -> DepthAnalysis:
@@ -125,7 +125,9 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     ``spans`` (``"angular"`` or ``"exhaustive"``) chooses the removal curve's spans; probes (classifiers only) are
     ridge classifiers with ``probe_alpha`` trained on ``probe_train_fraction`` of the examples, over
     ``probe_splits`` splits seeded from ``seed``, with a control task of ``control_types`` input clusters per
-    class (:mod:`~layerscale.analysis.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``; ``bootstrap``
+    class (:mod:`~layerscale.analysis.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``, between the
+    mean-pooled block outputs or, with ``cka_tokens > 0``, token-level: every token of the first
+    ``⌊cka_tokens / tokens⌋`` examples is one row (at most ``cka_tokens`` rows); ``bootstrap``
     replicates (seeded from ``seed``) give ``level`` intervals. ``device`` is where the batches go (default: the
     device of the model's first parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
     model is put in eval mode for the analysis and restored afterwards.
@@ -154,6 +156,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         raise ValueError(f"spans must be one of {SPAN_SELECTIONS}, got {spans!r}")
     if cka not in CKA_KINDS:
         raise ValueError(f"cka must be one of {CKA_KINDS}, got {cka!r}")
+    _check_int("cka_tokens", cka_tokens, 0)
     if device is None:
         first = next(iter(model.parameters()), None)
         device = first.device if first is not None else torch.device("cpu")
@@ -204,6 +207,13 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                             if values and all(isinstance(v, torch.Tensor) and v.dim() == 3 for v in values):
                                 features.setdefault(f"{point}/{pooling}", []).append(
                                     torch.stack([_pool(v, pooling) for v in values], dim=1))
+                token_rows = sum(t.shape[0] for t in features.get("tokens", []))
+                if token_rows < cka_tokens:
+                    take = max(0, (cka_tokens - token_rows) // streams[1].shape[1])
+                    if take:
+                        chunk = torch.stack([s[:take] for s in streams[1:]], dim=2)  # (b, T, L, D)
+                        features.setdefault("tokens", []).append(
+                            chunk.reshape(-1, depth, chunk.shape[-1]).float().cpu())
                 for pooling in (poolings if task == CLASSIFICATION else ("mean",)):
                     features.setdefault(f"block_out/{pooling}", []).append(
                         torch.stack([_pool(s, pooling) for s in streams[1:]], dim=1))
@@ -272,6 +282,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     intervals.add("removal_delta_accuracy", boot(delta_acc[:, columns]))
 
     # probes and CKA
+    token_features = torch.cat(features.pop("tokens")) if "tokens" in features else None
     pooled = {point: torch.cat(chunks) for point, chunks in features.items()}
     n_train = int(round(n * probe_train_fraction))
     probes = probes and task == CLASSIFICATION and n_train >= 2 and n - n_train >= 1  # else too few to split
@@ -280,8 +291,10 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         found = probe_curves(pooled, evalset.targets, probe_train_fraction, seed, probe_splits, probe_alpha, bootstrap,
                         control_types, intervals)
     probe_accuracy, probe_replicates = found.accuracy, found.replicated
-    cka_point = "block_out/mean"
-    cka_values = (cka_matrix if cka == "linear" else debiased_cka_matrix)(pooled[cka_point]).tolist()
+    cka_point, cka_features = "block_out/mean", pooled["block_out/mean"]
+    if token_features is not None and token_features.shape[0] >= 4:
+        cka_point, cka_features = f"block_out/tokens ({token_features.shape[0]} token rows)", token_features
+    cka_values = (cka_matrix if cka == "linear" else debiased_cka_matrix)(cka_features).tolist()
 
     # the summary and its intervals
     clean_loss, clean_accuracy = float(clean_loss_e.mean()), float(clean_acc_e.mean())
@@ -324,7 +337,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                 "near_identity": near_identity, "spans": spans, "probes": "ridge" if probes else "none",
                 "probe_alpha": probe_alpha, "probe_train_fraction": probe_train_fraction,
                 "probe_tolerance": probe_tolerance, "probe_splits": probe_splits,
-                "control_types": control_types, "cka": cka,
+                "control_types": control_types, "cka": cka, "cka_tokens": cka_tokens,
                 "bootstrap": bootstrap, "level": level, "seed": seed, "class_token": class_token}
     return DepthAnalysis(
         model=name, residual=residual if isinstance(residual, str) else None, task=task, num_examples=n,

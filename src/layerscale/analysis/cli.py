@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probe-splits", type=int, default=5, help="seeded probe splits averaged (default 5)")
     parser.add_argument("--cka", choices=("linear", "debiased"), default="linear",
                         help="CKA estimator: linear (Kornblith et al. 2019) or debiased (unbiased HSIC)")
+    parser.add_argument("--cka-tokens", type=int, default=0,
+                        help="token-level CKA on at most this many token rows (every token of the first examples); "
+                             "default 0: CKA between mean-pooled block outputs")
     parser.add_argument("--bootstrap", type=int, default=1000,
                         help="bootstrap replicates over the examples for the 95%% intervals (default 1000)")
     parser.add_argument("--device", default=None, help="torch device (default: cpu)")
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     result = analyze_run(args.source, args.data, args.data_path, args.config, max_examples=args.examples,
                          batch_size=args.batch_size, tolerance=args.tolerance, spans=args.spans,
                          near_identity=args.near_identity, probes=not args.no_probes, probe_splits=args.probe_splits,
-                         cka=args.cka, bootstrap=args.bootstrap, device=device, progress=not args.no_progress)
+                         cka=args.cka, cka_tokens=args.cka_tokens, bootstrap=args.bootstrap, device=device, progress=not args.no_progress)
     try:
         paths = result.write(out)
     except OSError as exc:
