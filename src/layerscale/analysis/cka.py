@@ -11,7 +11,7 @@ It is 1 for identical representations and invariant to orthogonal transforms and
 **Debiased CKA** (Nguyen, Raghu, Kornblith 2021, "Do Wide and Deep Networks Learn the Same Things?", arXiv
 2010.15327, Appendix; the plain estimate is biased upwards when the width is comparable to the number of examples)
 replaces each HSIC by Song et al.'s unbiased estimator (Song, Smola, Gretton, Bedo, Borgwardt 2012, "Feature
-Selection via Dependence Maximization", JMLR 13, Eq. 5): with ``K = XXᵀ``, ``L = YYᵀ`` and ``K̃``, ``L̃`` the same
+Selection via Dependence Maximization", JMLR 13): with ``K = XXᵀ``, ``L = YYᵀ`` and ``K̃``, ``L̃`` the same
 with zeroed diagonals, for ``n ≥ 4`` examples
 
     HSIC_u(K, L) = [tr(K̃L̃) + 1ᵀK̃1 · 1ᵀL̃1 / ((n−1)(n−2)) − 2/(n−2) · 1ᵀK̃L̃1] / (n(n−3)),

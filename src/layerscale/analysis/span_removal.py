@@ -4,7 +4,7 @@ Removing blocks ``s … s + n − 1`` (0-based) sets ``x^(s+n) = x^(s)`` and run
 (:meth:`~layerscale.analysis.streams.BlockStack.run_removed` on the cached streams: ``L − s − n`` block
 evaluations). Which span of each length:
 
-* ``"angular"`` (Gromov et al. 2024, arXiv 2403.17887, Eq. 7): ``s*(n) = argmin_s d(x^(s), x^(s+n))`` on the token
+* ``"angular"`` (Gromov et al. 2024, arXiv 2403.17887): ``s*(n) = argmin_s d(x^(s), x^(s+n))`` on the token
   the head reads, one span per ``n`` chosen before any removal is evaluated; at most ``L²/2`` block evaluations in
   all, usually far fewer (the chosen spans tend to end near the top, and a span ending at the top costs none);
 * ``"exhaustive"``: every span (``L(L + 1)/2`` of them, about ``L³/6`` block evaluations), the curve taking the

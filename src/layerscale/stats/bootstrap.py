@@ -1,8 +1,8 @@
 """The nonparametric bootstrap over examples, vectorised: resampling weights, replicated means, percentile intervals.
 
 Efron 1979 ("Bootstrap methods: another look at the jackknife", *Ann. Statist.* 7:1–26); Efron & Tibshirani 1993,
-*An Introduction to the Bootstrap*, §6 (the bootstrap estimate of a statistic's distribution) and §13.3 (Eq. 13.5,
-the percentile interval). A bootstrap replicate draws ``N`` of the ``N`` examples with replacement; drawing example
+*An Introduction to the Bootstrap*, ch. 6 (the bootstrap estimate of a statistic's distribution) and ch. 13 (the
+percentile interval). A bootstrap replicate draws ``N`` of the ``N`` examples with replacement; drawing example
 ``e`` ``c_{b,e}`` times (``c_b ~ Multinomial(N, 1/N)``) turns every mean over examples into the weighted mean
 ``θ*_b = Σ_e c_{b,e} v_e / N``. So ``B`` replicates of ``K`` means are one matrix product, ``(B, N) @ (N, K) / N``,
 and any statistic that is a function of such means (a difference of means, the first index where a mean curve
@@ -50,7 +50,7 @@ def bootstrap_means(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor
 def percentile_interval(replicates: torch.Tensor, level: float = 0.95,
                         discrete: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(low, high)``, each of the shape of one replicate: the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles
-    over the first dimension (Efron & Tibshirani 1993, Eq. 13.5; linear interpolation between order statistics,
+    over the first dimension (Efron & Tibshirani 1993, ch. 13; linear interpolation between order statistics,
     or with ``discrete`` the order statistics at or outside them, so that an integer statistic such as a depth gets
     integer bounds). A quantity that is NaN in any replicate gets a NaN interval."""
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
