@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     result = analyze_run(args.source, args.data, args.data_path, args.config, max_examples=args.examples,
                          batch_size=args.batch_size, tolerance=args.tolerance, spans=args.spans,
                          near_identity=args.near_identity, probes=not args.no_probes, probe_splits=args.probe_splits,
-                         cka=args.cka, cka_tokens=args.cka_tokens, bootstrap=args.bootstrap, device=device, progress=not args.no_progress)
+                         cka=args.cka, cka_tokens=args.cka_tokens, bootstrap=args.bootstrap, device=device,
+                         progress=not args.no_progress)
     try:
         paths = result.write(out)
     except OSError as exc:
