@@ -45,7 +45,7 @@ def test_analyze_a_run_directory_writes_the_three_outputs(run_dir, tmp_path, cap
     rows = (out / "analysis.csv").read_text().splitlines()
     assert rows[0].startswith("block,name,ablation_delta_loss") and len(rows) == 4
     page = (out / "analysis.html").read_text()
-    assert page.count("data:image/png;base64,") == 5  # ablation, early exit, geometry, probes, CKA
+    assert page.count("data:image/png;base64,") == 6  # removal, ablation, early exit, geometry, probes, CKA
     printed = capsys.readouterr().out
     assert "effective depth:" in printed and "wrote" in printed
     # the same numbers from Python, and from the run's last checkpoint directory
@@ -94,3 +94,49 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
         err = capsys.readouterr().err.strip()
         assert message in err and "\n" not in err, err
         assert not out.exists() or not any(out.iterdir())
+
+
+def test_nan_weights_unwritable_out_and_missing_gpu_are_refused_before_any_computation(run_dir, tmp_path, capsys,
+                                                                                        monkeypatch):
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "broken"
+    shutil.copytree(run_dir, broken)
+    weights_file = sorted((broken / "checkpoints").iterdir())[-1] / "model.safetensors"
+    weights = load_file(weights_file)
+    name = next(k for k in weights if k.endswith("mlp.fc1.weight"))
+    weights[name][0, 0] = float("nan")
+    save_file(weights, weights_file)
+    out = tmp_path / "out"
+    assert main(["analyze", str(broken), "--out", str(out), "--examples", "20", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{name!r} holds 1 NaN or infinite value" in err and "\n" not in err
+    assert not out.exists() or not any(out.iterdir())
+
+    import layerscale.analysis.source as source
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the analysis ran before its --out or --device was checked")
+
+    monkeypatch.setattr(source, "analyze_run", must_not_run)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    cases = [([ "--out", "/proc/layerscale-analysis"], "--out cannot be written"),
+             (["--out", str(a_file / "sub")], "is not a folder"),
+             (["--out", str(a_file)], "exists and is not a folder")]
+    if not torch.cuda.is_available():
+        cases.append((["--out", str(out), "--device", "cuda"], "no CUDA GPU is available"))
+    cases.append((["--out", str(out), "--device", "tpu9"], "is not a torch device"))
+    for args, message in cases:
+        assert main(["analyze", str(run_dir), *args, "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "\n" not in err, err
+    assert not out.exists() or not any(out.iterdir())
+    assert not list(tmp_path.glob("**/.layerscale-write-check-*"))
+
+
+def test_html_headings_name_the_exit_once(run_dir, tmp_path):
+    result = analyze_run(run_dir, max_examples=30, batch_size=30, bootstrap=20, probe_splits=1)
+    page = result.write(tmp_path)["html"].read_text()
+    assert "<h2>Early exit</h2>" in page and "(early exit)" not in page
+    assert "<h2>Contiguous n-block removal</h2>" in page and "interval" in page

@@ -38,7 +38,7 @@ def _check_complete(result: DepthAnalysis, depth: int) -> None:
     assert len(result.early_exit_loss) == depth + 1
     assert result.early_exit_loss[-1] == pytest.approx(result.clean_loss)
     assert len(result.cka) == depth and all(len(row) == depth for row in result.cka)
-    assert len(result.summary.lines) == 4
+    assert len(result.summary.lines) == 5
     again = DepthAnalysis.from_dict(json.loads(result.to_json()))
     assert again.to_dict() == result.to_dict()
     assert effective_depth(again) == result.summary.effective_depth
@@ -138,7 +138,11 @@ def test_bad_inputs_are_one_line_errors():
         (lambda: analyze_depth(model, (IMAGES, LABELS[:5])), "same first dimension"),
         (lambda: analyze_depth(model, (IMAGES, LABELS.float())), "integer"),
         (lambda: analyze_depth(model, (IMAGES, LABELS), batch_size=0), "batch_size"),
-        (lambda: analyze_depth(model, (IMAGES, LABELS), loss_threshold=-1), "loss_threshold"),
+        (lambda: analyze_depth(model, (IMAGES, LABELS), tolerance=-1), "tolerance"),
+        (lambda: analyze_depth(model, (IMAGES, LABELS), spans="all"), "spans must be one of"),
+        (lambda: analyze_depth(model, (IMAGES, LABELS), cka="rbf"), "cka must be one of"),
+        (lambda: analyze_depth(model, (IMAGES, LABELS), bootstrap=1), "bootstrap"),
+        (lambda: analyze_depth(model, (IMAGES, LABELS), level=1.0), "level"),
         (lambda: analyze_depth(model, "images"), "str"),
         (lambda: analyze_depth(nn.Sequential(nn.Linear(4, 4)), (IMAGES, LABELS)), "cannot analyse Sequential"),
         (lambda: analyze_depth(_MultiStream(), (IMAGES, LABELS)), "'two_streams'.*single residual stream"),

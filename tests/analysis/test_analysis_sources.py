@@ -58,9 +58,12 @@ def test_effective_depth_against_nominal_depth_figure():
                                  depth=depth, num_heads=2, residual=residual)
             results.append(analyze_depth(model, (images, labels), batch_size=10, probes=False))
     fig = figure_effective_depth(results)
-    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    bars = {container.get_label(): container for container in fig.axes[0].containers}
     for residual in ("prenorm", "layerscale"):
         expected = [r.summary.effective_depth for r in results if r.residual == residual]
-        assert list(lines[residual].get_xdata()) == [1, 3]
-        assert list(lines[residual].get_ydata()) == expected
-    assert "effective = nominal" in lines
+        assert list(bars[residual].lines[0].get_xdata()) == [1, 3]
+        assert list(bars[residual].lines[0].get_ydata()) == expected
+        segments = bars[residual].lines[2][0].get_segments()  # the error bars: from the interval's low to high
+        intervals = [r.summary.effective_depth_interval for r in results if r.residual == residual]
+        assert [[s[0][1], s[1][1]] for s in segments] == intervals
+    assert "effective = nominal" in {line.get_label() for line in fig.axes[0].get_lines()}

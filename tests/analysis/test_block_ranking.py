@@ -163,3 +163,55 @@ def test_bad_inputs_are_refused_in_one_line():
         broken.blocks[1].mlp.fc1.weight.fill_(float("nan"))
     with pytest.raises(ValueError, match="not finite"):
         rank_blocks(broken, (IMAGES, LABELS), "block_influence")
+
+
+def _first(value):
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+def _streams_of(blocks, run) -> list[torch.Tensor]:
+    """Block inputs and the last block's output from one plain forward (any model's blocks; hooks only)."""
+    seen: list[torch.Tensor] = []
+
+    def before(module, args, kwargs):
+        seen.append((args[0] if args else kwargs["hidden_states"]).detach().double())
+
+    handles = [b.register_forward_pre_hook(before, with_kwargs=True) for b in blocks]
+    handles.append(blocks[-1].register_forward_hook(lambda m, a, out: seen.append(_first(out).detach().double())))
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def test_rankings_of_timm_and_hugging_face_models_read_the_token_their_head_reads():
+    timm = pytest.importorskip("timm")
+    transformers = pytest.importorskip("transformers")
+    small = dict(img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=16, depth=3, num_heads=2)
+    torch.manual_seed(0)
+    cases = [
+        (timm.create_model("deit3_small_patch16_224", pretrained=False, init_values=0.5, **small).eval(),
+         (IMAGES, LABELS), IMAGES, lambda s: s[:, 0]),
+        (timm.create_model("vit_tiny_patch16_224", pretrained=False, global_pool="avg", **small).eval(),
+         (IMAGES, LABELS), IMAGES, lambda s: s.mean(dim=1)),
+        (timm.create_model("cait_xxs24_224", pretrained=False, depth_token_only=1, init_values=0.5, **small).eval(),
+         (IMAGES, LABELS), IMAGES, lambda s: s.mean(dim=1)),
+        (transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=16, n_layer=3, n_head=2, vocab_size=32,
+                                                              n_positions=16)).eval(),
+         TOKENS, TOKENS[:, :-1], lambda s: s[:, -1]),
+        (transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            hidden_size=16, intermediate_size=32, num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=1,
+            vocab_size=32, max_position_embeddings=16)).eval(), TOKENS, TOKENS[:, :-1], lambda s: s[:, -1]),
+    ]
+    for model, data, inputs, token in cases:
+        blocks = model.blocks if hasattr(model, "blocks") else (
+            model.transformer.h if hasattr(model, "transformer") else model.model.layers)
+        streams = [token(s) for s in _streams_of(blocks, lambda: model(inputs))]
+        expected = [float(_arccos_distance(streams[i], streams[i + 1]).mean()) for i in range(3)]
+        assert rank_blocks(model, data, "angular", batch_size=5) == pytest.approx(expected, abs=1e-7), model
+        start, distance = gromov_best_span(model, data, 2, batch_size=5)
+        pairs = [float(_arccos_distance(streams[s], streams[s + 2]).mean()) for s in range(2)]
+        assert (start, distance) == (pairs.index(min(pairs)), pytest.approx(min(pairs), abs=1e-7))

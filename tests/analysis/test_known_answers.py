@@ -59,9 +59,12 @@ def test_only_block_k_working_gives_effective_depth_one_at_k(working):
     with torch.no_grad():
         labels = model(x).argmax(-1)  # the model is right by construction; ablating its working block is not
     result = analyze_depth(model, (x, labels), batch_size=16)
-    assert result.summary.effective_depth == 1
-    assert result.summary.effective_blocks == [working + 1]
-    assert result.ablation_delta_loss[working] > 0.01 * result.clean_loss
+    # one contiguous span: with block 1 working, blocks 2-4 go (1 left); with block 3, blocks 1-2 (block 4 stays)
+    assert result.summary.effective_depth == (1 if working == 0 else 2)
+    assert result.summary.removed_span == ([2, 4] if working == 0 else [1, 2])
+    assert result.summary.effective_depth_interval == [result.summary.effective_depth] * 2  # exact identities
+    assert result.summary.needed_alone_blocks == [working + 1]
+    assert result.ablation_delta_loss[working] > 0.01
     others = [d for i, d in enumerate(result.ablation_delta_loss) if i != working]
     assert others == [0.0] * 3
     assert result.angular_distance[working] > 0.02

@@ -58,6 +58,10 @@ def test_weights_resample_every_example_set_and_means_are_weighted_means():
 def test_percentile_interval_and_value_shares():
     low, high = percentile_interval(torch.arange(101, dtype=torch.float64), 0.9)
     assert (float(low), float(high)) == (pytest.approx(5.0), pytest.approx(95.0))
+    low, high = percentile_interval(torch.tensor([7.0] * 30 + [8.0] * 40 + [9.0] * 30), 0.95, discrete=True)
+    assert (float(low), float(high)) == (7.0, 9.0)
+    assert float(percentile_interval(torch.arange(10.0), 0.5)[0]) == pytest.approx(2.25)
+    assert float(percentile_interval(torch.arange(10.0), 0.5, discrete=True)[0]) == 2.0
     low, high = percentile_interval(torch.tensor([[1.0, float("nan")], [2.0, 3.0]]), 0.5)
     assert torch.isnan(high[1]) and not torch.isnan(low[0])
     assert value_shares(torch.tensor([7, 8, 8, 9])) == {7: 0.25, 8: 0.5, 9: 0.25}

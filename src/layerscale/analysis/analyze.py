@@ -1,38 +1,74 @@
-"""``analyze_depth``: does a model use its depth? Every measure of :mod:`layerscale.analysis` in one pass.
+"""``analyze_depth``: does a model use its depth? Every measure of :mod:`layerscale.analysis`, with bootstrap
+intervals.
 
-Per batch of the evaluation set: one clean forward records the stream at each block input (and, for classifiers,
-the pooled features of every observation point); then each block is ablated on the cached streams, the stack is
-cut after each block (early exit / logit lens), and the angular distance and relative update of each block are
-read off the cached streams. After the last batch the linear probes and the CKA matrix are computed from the
-pooled features. Cost per batch: about ``L²/2`` block evaluations for the ablations, none for the early exits.
-Memory: the stream cache holds ``(L + 1) · batch · tokens · width`` values (so lower ``batch_size`` for very deep
-models), and the pooled features ``examples · L · (points · poolings) · width`` values for the probes and CKA.
+**Pass 1**, per batch of the evaluation set: one clean forward records the stream at each block input (and, for
+classifiers, the pooled features of every observation point); each block is ablated on the cached streams, the stack
+is cut after each block (early exit / logit lens), and the geometry (Gromov et al.'s angular distance on the token
+the head reads, between every two depths; the all-token angular distance; ShortGPT's Block Influence; the relative
+update) is read off the cached streams. Every measure is kept **per example**.
+
+**Pass 2** (only when a chosen span is neither one block nor ends at the top): the contiguous n-block removal curve
+(:mod:`~layerscale.analysis.span_removal`) for the spans chosen from pass 1's mean distances.
+
+Then the linear probes (over ``probe_splits`` seeded splits, at the embedding ``x^(0)`` and after every block, with
+Hewitt & Liang's control-task selectivity) and the CKA matrix from the pooled features, and the **bootstrap**
+(:mod:`layerscale.stats.bootstrap`): ``bootstrap``
+replicates resample the examples (and, for probes, the splits), every per-block mean and every summary
+(:mod:`~layerscale.analysis.summary`) is recomputed per replicate, and the ``level`` percentile interval is stored.
+The removal spans are chosen once, on all examples (the intervals are conditional on that choice), except with
+``spans="exhaustive"``, where each replicate takes its own best span per length.
+
+Cost per batch: about ``L²/2`` block evaluations for the ablations, none for the early exits, at most ``L²/2`` for
+the removal curve (usually far fewer), and one more clean pass for pass 2. Memory: the stream cache holds
+``(L + 1) · batch · tokens · width`` values (lower ``batch_size`` for very deep models), the pooled features
+``examples · L · (points · poolings) · width`` values, and the per-example measures ``examples · L · ~10``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import torch
 from torch import nn
 
-from .block_ranking import has_class_token
+from ..stats.bootstrap import bootstrap_means, bootstrap_weights, value_shares
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
-from .cka import cka_matrix
+from .block_ranking import block_influence, has_class_token, head_readout, readout_tokens, stream_distances
+from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
+from .device import analysis_device
 from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss, task_of
 from .geometry import angular_distance, relative_update_norm
-from .probes import probe_split, ridge_probe_accuracy
+from .intervals import IntervalTable
+from .probe_curves import ProbeResults, probe_curves
 from .result import DepthAnalysis
+from .span_removal import SPAN_SELECTIONS, best_per_length, candidate_spans, remove_spans, span_losses, spans_to_run
 from .streams import MODULE_POINTS, BlockStack, find_block_stack
-from .summary import summarize
+from .summary import DepthSummary, exit_depth, near_identity_count, removal_depth, saturation_depth
 
-__all__ = ["analyze_depth"]
+__all__ = ["analyze_depth", "check_finite_weights"]
 
 
-def _check_fraction(name: str, value: float, low: float = 0.0, high: float = 1.0) -> float:
+def _check_number(name: str, value: float, low: float = 0.0, high: float = 1.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
     return float(value)
+
+
+def _check_int(name: str, value: int, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return value
+
+
+def check_finite_weights(model: nn.Module) -> None:
+    """A one-line ``ValueError`` naming the first parameter or floating buffer holding NaN or infinity."""
+    for kind, named in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
+        for name, tensor in named:
+            if tensor is not None and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                bad = int((~torch.isfinite(tensor)).sum())
+                raise ValueError(f"{type(model).__name__}: {kind} {name!r} holds {bad} NaN or infinite value(s); "
+                                 "a model with non-finite weights cannot be analysed")
 
 
 class _Progress:
@@ -49,6 +85,11 @@ class _Progress:
         if self._bar is not None:
             self._bar.update(1)
 
+    def extend(self, passes: int) -> None:
+        if self._bar is not None:
+            self._bar.total += passes
+            self._bar.refresh()
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -58,125 +99,259 @@ def _pool(t: torch.Tensor, pooling: str) -> torch.Tensor:
     return (t[:, 0] if pooling == "cls" else t.mean(dim=1)).float().cpu()
 
 
+def _capture(stack: BlockStack, inputs: torch.Tensor, module_points: bool):
+    try:
+        return stack.capture(inputs, module_points=module_points)
+    except (RuntimeError, IndexError) as exc:
+        raise ValueError(f"{stack.model_name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
+                         f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
+
+
 def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_examples: int | None = 1000,
-                  loss_threshold: float = 0.01, near_identity: float = 0.02, probes: bool = True,
-                  probe_alpha: float = 1e-3, probe_train_fraction: float = 0.5, probe_tolerance: float = 0.01,
-                  seed: int = 0, device: str | torch.device | None = None, progress: bool = False,
+                  tolerance: float = 0.01, near_identity: float = 0.02, spans: str = "angular",
+                  probes: bool = True, probe_alpha: float = 1e-3, probe_train_fraction: float = 0.5,
+                  probe_tolerance: float = 0.01, probe_splits: int = 5, control_types: int = 10,
+                  cka: str = "linear", cka_tokens: int = 0,
+                  bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
+                  device: str | torch.device | None = None, progress: bool = False,
                   call: Callable[[torch.Tensor], Any] | None = None, source: str | None = None) -> DepthAnalysis:
-    """Measure how ``model`` uses each of its blocks on ``data`` (see :mod:`layerscale.analysis` for the measures).
+    """Measure how ``model`` uses each of its blocks on ``data``, with bootstrap intervals (module docstring).
 
     ``model``: any model whose blocks :func:`layerscale.diagnostics.find_blocks` discovers (ours, timm, Hugging Face
     ViT-style, GPT-2 and Llama-family), called as ``model(inputs)`` (or ``call(inputs)``) and returning logits
     (or an object with ``.logits``). ``data``: the evaluation set (see :mod:`layerscale.analysis.evaluation`); at
-    most ``max_examples`` examples are used, ``batch_size`` at a time. ``loss_threshold`` (fraction of the loss),
-    ``near_identity`` (angular distance) and ``probe_tolerance`` (accuracy) are the summary's thresholds; probes
-    (classifiers only) are ridge classifiers with ``probe_alpha`` trained on ``probe_train_fraction`` of the
-    examples (split by ``seed``). ``device`` is where the batches go (default: the device of the model's first
-    parameter; the model itself is not moved). ``progress`` shows a tqdm bar (when tqdm is installed) over the
-    passes. The model is put in eval mode for the analysis and restored afterwards.
+    most ``max_examples`` examples are used, ``batch_size`` at a time. ``tolerance`` (δ, in nats of the loss),
+    ``near_identity`` (angular distance) and ``probe_tolerance`` (accuracy) are the summary's thresholds;
+    ``spans`` (``"angular"`` or ``"exhaustive"``) chooses the removal curve's spans; probes (classifiers only) are
+    ridge classifiers with ``probe_alpha`` trained on ``probe_train_fraction`` of the examples, over
+    ``probe_splits`` splits seeded from ``seed``, with a control task of ``control_types`` input clusters per
+    class (:mod:`~layerscale.analysis.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``, between the
+    mean-pooled block outputs or, with ``cka_tokens > 0``, token-level: every token of the first
+    ``⌊cka_tokens / tokens⌋`` examples is one row (at most ``cka_tokens`` rows); ``bootstrap``
+    replicates (seeded from ``seed``) give ``level`` intervals. ``device`` is where the batches go (default: the
+    device of the model's first parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
+    model is put in eval mode for the analysis and restored afterwards.
 
-    Raises a one-line ``ValueError`` for a model without discoverable blocks or with a multi-stream residual, an
-    empty evaluation set, inputs the model cannot take, or targets that do not fit its output.
+    Raises a one-line ``ValueError`` for a model without discoverable blocks, with a multi-stream residual or
+    with non-finite weights, an empty evaluation set, inputs the model cannot take, targets that do not fit its
+    output, a device this machine does not have, or a non-finite loss.
     """
     stack = find_block_stack(model, call)
     model = stack.model
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    loss_threshold = _check_fraction("loss_threshold", loss_threshold, 0.0, float("inf"))
-    near_identity = _check_fraction("near_identity", near_identity)
-    probe_tolerance = _check_fraction("probe_tolerance", probe_tolerance)
-    if not 0.0 < _check_fraction("probe_train_fraction", probe_train_fraction) < 1.0:
+    _check_int("batch_size", batch_size, 1)
+    tolerance = _check_number("tolerance", tolerance, 0.0, math.inf)
+    near_identity = _check_number("near_identity", near_identity)
+    probe_tolerance = _check_number("probe_tolerance", probe_tolerance)
+    level = _check_number("level", level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be strictly between 0 and 1, got {level!r}")
+    if not 0.0 < _check_number("probe_train_fraction", probe_train_fraction) < 1.0:
         raise ValueError(f"probe_train_fraction must be strictly between 0 and 1, got {probe_train_fraction!r}")
     if isinstance(probe_alpha, bool) or not isinstance(probe_alpha, (int, float)) or not probe_alpha > 0:
         raise ValueError(f"probe_alpha must be a number > 0, got {probe_alpha!r}")
-    evalset = as_eval_set(data, max_examples)
+    _check_int("probe_splits", probe_splits, 1)
+    _check_int("control_types", control_types, 1)
+    _check_int("bootstrap", bootstrap, 2)
+    if spans not in SPAN_SELECTIONS:
+        raise ValueError(f"spans must be one of {SPAN_SELECTIONS}, got {spans!r}")
+    if cka not in CKA_KINDS:
+        raise ValueError(f"cka must be one of {CKA_KINDS}, got {cka!r}")
+    _check_int("cka_tokens", cka_tokens, 0)
     if device is None:
         first = next(iter(model.parameters()), None)
         device = first.device if first is not None else torch.device("cpu")
+    device = analysis_device(device)
+    check_finite_weights(model)
+    evalset = as_eval_set(data, max_examples)
     name, depth, n = stack.model_name, stack.depth, len(evalset)
     class_token = has_class_token(model, stack)
     poolings = ("cls", "mean") if class_token else ("mean",)
-    batches = -(-n // batch_size)
     was_training = model.training
     model.eval()
+    batches = -(-n // batch_size)
     bar = _Progress(batches * 2 * depth, progress, f"analysing {depth} blocks")
     ablation, early_exit = LossTotals(depth), LossTotals(depth + 1)
-    angle_sum = torch.zeros(depth, dtype=torch.float64)
-    update_sum = torch.zeros(depth, dtype=torch.float64)
-    clean_loss = clean_accuracy = 0.0
-    tokens = 0
+    clean = LossTotals(1)
+    per_example: dict[str, list[torch.Tensor]] = {"angular": [], "angular_all": [], "influence": [], "update": []}
+    distance_sum = torch.zeros(depth + 1, depth + 1, dtype=torch.float64)
     features: dict[str, list[torch.Tensor]] = {}
-    task = None
+    task = readout = None
     try:
         with torch.inference_mode():
             for inputs, targets in evalset.batches(batch_size):
                 inputs, targets = inputs.to(device), targets.to(device)
-                try:
-                    captured = stack.capture(inputs, module_points=probes)
-                except (RuntimeError, IndexError) as exc:
-                    raise ValueError(f"{name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
-                                     f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
+                captured = _capture(stack, inputs, probes)
                 logits = logits_of(captured.output, name)
-                task = task or task_of(logits, targets, name)
-                if task_of(logits, targets, name) != task:
+                batch_task = task_of(logits, targets, name)
+                if task is not None and batch_task != task:
                     raise ValueError(f"{name}: evaluation batches of different tasks")
-                loss, accuracy = per_example_loss(logits, targets)
-                clean_loss += float(loss.sum())
-                clean_accuracy += float(accuracy.sum())
+                task = batch_task
+                readout = readout or head_readout(model, stack, task)
+                clean.add(0, *per_example_loss(logits, targets))
                 streams = captured.streams
-                for index in range(depth):
-                    angles = angular_distance(streams[index], streams[index + 1])
-                    angle_sum[index] += angles.sum().cpu()
-                    update_sum[index] += relative_update_norm(streams[index], streams[index + 1]).sum().cpu()
-                tokens += streams[0].shape[0] * streams[0].shape[1]
-                batch_pools = poolings if task == CLASSIFICATION else ("mean",)
-                for pooling in batch_pools:
-                    features.setdefault(f"block_out/{pooling}", []).append(
-                        torch.stack([_pool(s, pooling) for s in streams[1:]], dim=1))
-                    if task == CLASSIFICATION and probes:
+                distances = stream_distances(torch.stack([readout_tokens(s, readout) for s in streams], dim=1))
+                distance_sum += distances.sum(dim=0).cpu()
+                steps = torch.arange(depth)
+                per_example["angular"].append(distances[:, steps, steps + 1].cpu())
+                per_example["angular_all"].append(torch.stack(
+                    [angular_distance(streams[i], streams[i + 1]).mean(dim=1) for i in range(depth)], dim=1).cpu())
+                per_example["influence"].append(torch.stack(
+                    [block_influence(streams[i], streams[i + 1]) for i in range(depth)], dim=1).cpu())
+                per_example["update"].append(torch.stack(
+                    [relative_update_norm(streams[i], streams[i + 1]) for i in range(depth)], dim=1).cpu())
+                if task == CLASSIFICATION and probes:
+                    for pooling in poolings:
+                        features.setdefault(f"embedding/{pooling}", []).append(_pool(streams[0], pooling)[:, None])
                         for point in MODULE_POINTS:
                             values = captured.points.get(point, [])
                             if values and all(isinstance(v, torch.Tensor) and v.dim() == 3 for v in values):
                                 features.setdefault(f"{point}/{pooling}", []).append(
                                     torch.stack([_pool(v, pooling) for v in values], dim=1))
+                token_rows = sum(t.shape[0] for t in features.get("tokens", []))
+                if token_rows < cka_tokens:
+                    take = max(0, (cka_tokens - token_rows) // streams[1].shape[1])
+                    if take:
+                        chunk = torch.stack([s[:take] for s in streams[1:]], dim=2)  # (b, T, L, D)
+                        features.setdefault("tokens", []).append(
+                            chunk.reshape(-1, depth, chunk.shape[-1]).float().cpu())
+                for pooling in (poolings if task == CLASSIFICATION else ("mean",)):
+                    features.setdefault(f"block_out/{pooling}", []).append(
+                        torch.stack([_pool(s, pooling) for s in streams[1:]], dim=1))
                 captured.points.clear()
                 ablate_each_block(stack, inputs, targets, captured, ablation, bar.step)
                 exit_after_each_block(stack, inputs, targets, captured, logits, early_exit, bar.step)
                 del captured, streams
+            clean_loss_e, clean_acc_e = (t[:, 0] for t in clean.per_example())
+            bad = int((~torch.isfinite(clean_loss_e)).sum())
+            if bad:
+                raise ValueError(f"{name}: the evaluation loss is not finite on {bad} example(s); depth analysis "
+                                 "needs a finite loss")
+            mean_distance = distance_sum / n
+            spans_all = candidate_spans(mean_distance, spans)
+            to_run = spans_to_run(spans_all, depth)
+            removed = LossTotals(len(to_run))
+            if to_run:
+                bar.extend(batches * len(to_run))
+                for inputs, targets in evalset.batches(batch_size):
+                    inputs, targets = inputs.to(device), targets.to(device)
+                    captured = _capture(stack, inputs, False)
+                    remove_spans(stack, inputs, targets, captured, to_run, removed, bar.step)
+                    del captured
     finally:
         bar.close()
         model.train(was_training)
 
+    ab_loss, ab_acc = ablation.per_example()
+    ex_loss, ex_acc = early_exit.per_example()
+    ran_loss, ran_acc = removed.per_example() if to_run else (torch.zeros(n, 0), torch.zeros(n, 0))
+    span_loss = span_losses(spans_all, depth, to_run, ran_loss, ab_loss, ex_loss)
+    span_acc = span_losses(spans_all, depth, to_run, ran_acc, ab_acc, ex_acc)
+    measures = {name_: torch.cat(chunks) for name_, chunks in per_example.items()}
+
+    weights = bootstrap_weights(n, bootstrap, seed)
+    intervals = IntervalTable(level)
+
+    def boot(values: torch.Tensor) -> torch.Tensor:
+        return bootstrap_means(values, weights)
+
+    intervals.add("clean_loss", boot(clean_loss_e))
+    intervals.add("clean_accuracy", boot(clean_acc_e))
+    boot_ab_delta = boot(ab_loss - clean_loss_e[:, None])
+    intervals.add("ablation_delta_loss", boot_ab_delta)
+    intervals.add("ablation_delta_accuracy", boot(ab_acc - clean_acc_e[:, None]))
+    boot_exit_delta = boot(ex_loss - clean_loss_e[:, None])
+    intervals.add("early_exit_loss", boot(ex_loss))
+    intervals.add("early_exit_accuracy", boot(ex_acc))
+    boot_angular = boot(measures["angular"])
+    intervals.add("angular_distance", boot_angular)
+    intervals.add("angular_distance_all_tokens", boot(measures["angular_all"]))
+    intervals.add("block_influence", boot(measures["influence"]))
+    intervals.add("relative_update", boot(measures["update"]))
+
+    # the removal curve: the chosen span per length on all examples, and (exhaustive) per replicate
+    delta_loss = span_loss - clean_loss_e[:, None]
+    delta_acc = span_acc - clean_acc_e[:, None]
+    curve, choice = best_per_length(delta_loss.mean(dim=0), spans_all, depth)
+    chosen = [spans_all[int(i)] for i in choice]
+    columns = choice.long()
+    if spans == "exhaustive":
+        boot_curve, _ = best_per_length(boot(delta_loss), spans_all, depth)
+    else:
+        boot_curve = boot(delta_loss[:, columns])
+    intervals.add("removal_delta_loss", boot_curve)
+    intervals.add("removal_delta_accuracy", boot(delta_acc[:, columns]))
+
+    # probes and CKA
+    token_features = torch.cat(features.pop("tokens")) if "tokens" in features else None
     pooled = {point: torch.cat(chunks) for point, chunks in features.items()}
-    probe_accuracy: dict[str, list[float]] = {}
     n_train = int(round(n * probe_train_fraction))
     probes = probes and task == CLASSIFICATION and n_train >= 2 and n - n_train >= 1  # else too few to split
+    found = ProbeResults({}, {}, {}, {})
     if probes:
-        train, test = probe_split(n, probe_train_fraction, seed)
-        num_classes = int(evalset.targets.max()) + 1
-        labels = evalset.targets
-        for point, values in pooled.items():
-            accuracy = ridge_probe_accuracy(values.transpose(0, 1), labels, train, test, num_classes, probe_alpha)
-            probe_accuracy[point] = accuracy.tolist()
-    cka_point = "block_out/mean"
-    cka = cka_matrix(pooled[cka_point]).tolist()
-    ablation_loss, ablation_accuracy = ablation.means(n)
-    exit_loss, exit_accuracy = early_exit.means(n)
-    angles = (angle_sum / tokens).tolist()
-    clean_loss, clean_accuracy = clean_loss / n, clean_accuracy / n
-    summary = summarize(clean_loss, ablation_loss, exit_loss, angles,
-                        {p: v for p, v in probe_accuracy.items() if p.startswith("block_out/")},
-                        loss_threshold=loss_threshold, near_identity=near_identity, probe_tolerance=probe_tolerance,
-                        task=task)
+        found = probe_curves(pooled, evalset.targets, probe_train_fraction, seed, probe_splits, probe_alpha, bootstrap,
+                        control_types, intervals)
+    probe_accuracy, probe_replicates = found.accuracy, found.replicated
+    cka_point, cka_features = "block_out/mean", pooled["block_out/mean"]
+    if token_features is not None and token_features.shape[0] >= 4:
+        cka_point, cka_features = f"block_out/tokens ({token_features.shape[0]} token rows)", token_features
+    cka_values = (cka_matrix if cka == "linear" else debiased_cka_matrix)(cka_features).tolist()
+
+    # the summary and its intervals
+    clean_loss, clean_accuracy = float(clean_loss_e.mean()), float(clean_acc_e.mean())
+    ablation_delta = ab_loss.mean(dim=0) - clean_loss
+    exit_delta = ex_loss.mean(dim=0) - clean_loss
+    angular = measures["angular"].mean(dim=0)
+    effective = int(removal_depth(curve, tolerance))
+    boot_effective = removal_depth(boot_curve, tolerance).double()
+    removable = depth - effective
+    removed_span = None
+    if removable:
+        start, length = chosen[removable - 1]
+        removed_span = [start + 1, start + length]
+    best_point = best_accuracy = probe_depth = probe_interval = None
+    for point, values in probe_accuracy.items():
+        if point.startswith("block_out/") and (best_accuracy is None or max(values) > best_accuracy):
+            best_point, best_accuracy = point, max(values)
+    if best_point is not None:
+        probe_depth = int(saturation_depth(torch.tensor(probe_accuracy[best_point]), probe_tolerance))
+        probe_interval = intervals.add("summary/probe_saturation_depth",
+                                       saturation_depth(probe_replicates[best_point], probe_tolerance).double())
+    summary = DepthSummary(
+        depth=depth, tolerance=tolerance, level=level, effective_depth=effective,
+        effective_depth_interval=intervals.add("summary/effective_depth", boot_effective),
+        effective_depth_shares=value_shares(boot_effective), removed_span=removed_span,
+        exit_depth=int(exit_depth(exit_delta, tolerance)),
+        exit_depth_interval=intervals.add("summary/exit_depth", exit_depth(boot_exit_delta, tolerance).double()),
+        probe_saturation_depth=probe_depth, probe_saturation_interval=probe_interval, probe_best_point=best_point,
+        probe_best_accuracy=best_accuracy,
+        near_identity_blocks=[i + 1 for i, d in enumerate(angular.tolist()) if d < near_identity],
+        near_identity_interval=intervals.add("summary/near_identity_count",
+                                             near_identity_count(boot_angular, near_identity).double()),
+        needed_alone_blocks=[i + 1 for i, d in enumerate(ablation_delta.tolist()) if d > tolerance],
+        needed_alone_interval=intervals.add("summary/needed_alone_count",
+                                            (boot_ab_delta > tolerance).sum(dim=-1).double()),
+        near_identity=near_identity, probe_tolerance=probe_tolerance, span_selection=spans)
+    summary.write_lines(clean_loss, task)
     residual = getattr(model, "residual", None)
-    settings = {"batch_size": batch_size, "max_examples": max_examples, "loss_threshold": loss_threshold,
-                "near_identity": near_identity, "probes": "ridge" if probes else "none",
+    settings = {"batch_size": batch_size, "max_examples": max_examples, "tolerance": tolerance,
+                "near_identity": near_identity, "spans": spans, "probes": "ridge" if probes else "none",
                 "probe_alpha": probe_alpha, "probe_train_fraction": probe_train_fraction,
-                "probe_tolerance": probe_tolerance, "seed": seed, "class_token": class_token}
+                "probe_tolerance": probe_tolerance, "probe_splits": probe_splits,
+                "control_types": control_types, "cka": cka, "cka_tokens": cka_tokens,
+                "bootstrap": bootstrap, "level": level, "seed": seed, "class_token": class_token}
     return DepthAnalysis(
         model=name, residual=residual if isinstance(residual, str) else None, task=task, num_examples=n,
-        block_names=[p.name for p in stack.blocks], clean_loss=clean_loss, clean_accuracy=clean_accuracy,
-        ablation_loss=ablation_loss, ablation_accuracy=ablation_accuracy, early_exit_loss=exit_loss,
-        early_exit_accuracy=exit_accuracy, angular_distance=angles, relative_update=(update_sum / n).tolist(),
-        probe_accuracy=probe_accuracy, cka=cka, cka_representation=cka_point, summary=summary, settings=settings,
-        source=source)
+        block_names=[p.name for p in stack.blocks], readout=readout, clean_loss=clean_loss,
+        clean_accuracy=clean_accuracy, ablation_loss=ab_loss.mean(dim=0).tolist(),
+        ablation_accuracy=ab_acc.mean(dim=0).tolist(), early_exit_loss=ex_loss.mean(dim=0).tolist(),
+        early_exit_accuracy=ex_acc.mean(dim=0).tolist(), angular_distance=angular.tolist(),
+        angular_distance_all_tokens=measures["angular_all"].mean(dim=0).tolist(),
+        block_influence=measures["influence"].mean(dim=0).tolist(),
+        relative_update=measures["update"].mean(dim=0).tolist(),
+        removal_spans=[[s + 1, s + length] for s, length in chosen],
+        removal_distance=[float(mean_distance[s, s + length]) for s, length in chosen],
+        removal_delta_loss=curve.tolist(), removal_delta_accuracy=delta_acc[:, columns].mean(dim=0).tolist(),
+        probe_accuracy=probe_accuracy, probe_embedding=found.embedding, probe_selectivity=found.selectivity,
+        cka=cka_values,
+        cka_representation=cka_point, cka_kind=cka, intervals=intervals.values, summary=summary,
+        settings=settings, source=source)

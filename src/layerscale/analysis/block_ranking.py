@@ -2,20 +2,21 @@
 
 For the stream ``x^(l)`` entering block ``l`` (0-based, ``x^(L)`` leaves the last block), on an evaluation set:
 
-* **angular** (Gromov et al. 2024, "The Unreasonable Ineffectiveness of the Deeper Layers", arXiv 2403.17887,
-  Eq. 7): ``d(x^(l), x^(l+n)) = arccos(cos(x^(l)_T, x^(l+n)_T)) / π`` on the token ``T`` the head reads, averaged
+* **angular** (Gromov et al. 2024, "The Unreasonable Ineffectiveness of the Deeper Layers", arXiv 2403.17887):
+  ``d(x^(l), x^(l+n)) = arccos(cos(x^(l)_T, x^(l+n)_T)) / π`` on the token ``T`` the head reads, averaged
   over the examples. The per-block score is ``n = 1``. The token the head reads (:func:`head_readout`): the **last**
   token for a language model (Gromov et al.'s choice), the **class** token for a classifier whose head reads it
   (ours, timm ViT / DeiT III with ``global_pool="token"``, Hugging Face ViT), else the **mean** over tokens (a
-  model that pools its features, e.g. timm ``global_pool="avg"``, or CaiT, whose class token joins only after the
-  main stack and whose class attention reads every patch token).
+  model that pools its features, e.g. timm ``global_pool="avg"`` — whose mean skips the class token, here kept:
+  one token of the mean — or CaiT, whose class token joins only after the main stack and whose class attention
+  reads every patch token).
 * **block_influence** (Men et al. 2024, "ShortGPT: Layers in Large Language Models are More Redundant Than You
-  Expect", arXiv 2403.03853, Eq. 3): ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over every token ``t`` of every
+  Expect", arXiv 2403.03853): ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over every token ``t`` of every
   example (the mean over a sequence's tokens first, then over the examples).
 * **ablation**: ``Δloss_l = E_X[loss with block l replaced by the identity] − E_X[loss]``, the cached-suffix
   ablation of :mod:`layerscale.analysis.ablation`.
 
-**Best span** (Gromov et al. 2024, Eq. 7): the ``n`` contiguous blocks ``ℓ* … ℓ* + n − 1`` to remove are those
+**Best span** (Gromov et al. 2024): the ``n`` contiguous blocks ``ℓ* … ℓ* + n − 1`` to remove are those
 with ``ℓ*(n) = argmin_ℓ d(x^(ℓ), x^(ℓ+n))`` (first on ties), ``ℓ = 0 … L − n``.
 
 ``batches`` everywhere here is the evaluation data in any form :func:`layerscale.analysis.evaluation.as_eval_set`

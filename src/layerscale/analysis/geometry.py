@@ -3,8 +3,10 @@
 For the stream ``x_l`` entering block ``l`` and ``x_{l+1}`` leaving it (tensors ``(B, T, D)``):
 
 * **angular distance** ``d(x_l, x_{l+1}) = arccos(cos(x_l[b,t], x_{l+1}[b,t])) / π``, per token, in ``[0, 1]``
-  (0: same direction, 0.5: orthogonal, 1: opposite) — the measure Gromov et al. 2024 ("The Unreasonable
-  Ineffectiveness of the Deeper Layers", arXiv 2403.17887) use to find prunable layers. The angle is
+  (0: same direction, 0.5: orthogonal, 1: opposite) — the distance of Gromov et al. 2024 ("The Unreasonable
+  Ineffectiveness of the Deeper Layers", arXiv 2403.17887), who apply it to the last token only (the token
+  the head reads: see :mod:`~layerscale.analysis.block_ranking`); the analysis also reports its mean over every
+  token, under that name (``angular_distance_all_tokens``). The angle is
   computed as ``2·atan2(‖u − v‖, ‖u + v‖)`` on the unit vectors ``u, v`` (Kahan's form), which is exact near 0
   where ``arccos`` of a rounded cosine is not: an identity block gives exactly 0.
 * **relative update norm** ``‖x_{l+1} − x_l‖_F / ‖x_l‖_F`` per example (over its tokens and channels), the size of

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["probe_split", "ridge_probe_accuracy"]
+__all__ = ["probe_split", "ridge_probe_accuracy", "ridge_probe_correct"]
 
 
 def probe_split(num_examples: int, train_fraction: float = 0.5, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,6 +38,13 @@ def ridge_probe_accuracy(features: torch.Tensor, labels: torch.Tensor, train: to
     ``features`` is ``(P, N, D)``: ``P`` representations of the same ``N`` examples; ``labels`` ``(N,)``;
     ``train``/``test`` index the examples. Returns ``(P,)`` accuracies in ``[0, 1]`` (float64).
     """
+    return ridge_probe_correct(features, labels, train, test, num_classes, alpha).double().mean(dim=1)
+
+
+def ridge_probe_correct(features: torch.Tensor, labels: torch.Tensor, train: torch.Tensor, test: torch.Tensor,
+                        num_classes: int, alpha: float = 1e-3) -> torch.Tensor:
+    """``(P, len(test))`` booleans: whether each representation's probe classifies each held-out example right
+    (arguments as for :func:`ridge_probe_accuracy`; the bootstrap resamples these per example)."""
     if features.dim() != 3 or features.shape[1] != labels.shape[0]:
         raise ValueError(f"probe features must be (probes, examples, width) with {labels.shape[0]} examples, got "
                          f"{tuple(features.shape)}")
@@ -54,4 +61,4 @@ def ridge_probe_accuracy(features: torch.Tensor, labels: torch.Tensor, train: to
     gram = x_train.transpose(1, 2) @ x_train + alpha * n_train * torch.eye(width, dtype=torch.float64)
     weights = torch.linalg.solve(gram, x_train.transpose(1, 2) @ (one_hot - prior))
     predicted = (x_test @ weights + prior).argmax(dim=-1)
-    return (predicted == labels[test]).double().mean(dim=1)
+    return predicted == labels[test]

@@ -1,9 +1,11 @@
 """Figures of a depth analysis and its self-contained HTML page (``analysis.html``), in ``layerscale report``'s style.
 
-Figures (matplotlib through :mod:`layerscale.diagnostics.plots`, no pyplot state): block-ablation bars, early exit
-(logit lens) against the number of blocks kept, angular distance and relative update against depth, linear-probe
-accuracy against depth, the CKA heatmap; and, for several analyses (a study), effective depth against nominal depth
-per residual method (:func:`figure_effective_depth`).
+Figures (matplotlib through :mod:`layerscale.diagnostics.plots`, no pyplot state), each with its bootstrap intervals
+(error bars or shaded bands): block-ablation bars, the contiguous n-block removal curve, early exit (logit lens)
+against the number of blocks kept, angular distance (token the head reads, and all tokens), Block Influence and
+relative update against depth, linear-probe accuracy against depth with the embedding baseline, the CKA heatmap;
+and, for several analyses (a study), effective depth against nominal depth per residual method with intervals
+(:func:`figure_effective_depth`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Sequence
 from ..diagnostics import plots
 from ..diagnostics.html_parts import REPORT_CSS, figure_png_bytes
 from ..diagnostics.report import ReportSection
-from .result import DepthAnalysis
+from .result import DepthAnalysis, effective_depth_interval
 
-__all__ = ["analysis_sections", "analysis_page", "figure_ablation", "figure_early_exit", "figure_geometry",
-           "figure_probes", "figure_cka", "figure_effective_depth"]
+__all__ = ["analysis_sections", "analysis_page", "figure_ablation", "figure_removal", "figure_early_exit",
+           "figure_geometry", "figure_probes", "figure_cka", "figure_effective_depth"]
 
 _POINT_LABELS = {"block_out": "block output", "attn_out": "attention-branch output", "mlp_out": "MLP-branch output",
                  "norm2_in": "input of the second norm"}
@@ -30,24 +32,66 @@ def _blocks(result: DepthAnalysis) -> list[int]:
     return list(range(1, result.depth + 1))
 
 
+def _errors(result: DepthAnalysis, name: str, values: Sequence[float], offset: int = 0):
+    """``yerr`` for matplotlib (distances below and above each value) from the interval of ``name``, or None."""
+    bounds = result.intervals.get(name)
+    if bounds is None:
+        return None
+    bounds = bounds[offset:offset + len(values)]
+    return [[max(0.0, v - lo) for v, (lo, _) in zip(values, bounds)],
+            [max(0.0, hi - v) for v, (_, hi) in zip(values, bounds)]]
+
+
+def _band(ax, result: DepthAnalysis, name: str, xs: Sequence[int], color: str | None = None) -> None:
+    bounds = result.intervals.get(name)
+    if bounds is not None:
+        ax.fill_between(xs, [b[0] for b in bounds], [b[1] for b in bounds], alpha=0.2, color=color, lw=0)
+
+
+def _level(result: DepthAnalysis) -> str:
+    return f"{result.summary.level:.0%}"
+
+
 def figure_ablation(result: DepthAnalysis):
-    """Two panels: loss change and accuracy change when each block is replaced by the identity."""
+    """Two panels: loss change and accuracy change when each block is replaced by the identity, with intervals."""
     fig, axes = plots.new_figure(10, 3.6, 1, 2)
     blocks = _blocks(result)
-    effective = set(result.summary.effective_blocks)
-    colors = ["tab:red" if b in effective else "tab:gray" for b in blocks]
+    needed = set(result.summary.needed_alone_blocks)
+    colors = ["tab:red" if b in needed else "tab:gray" for b in blocks]
     ax = axes[0, 0]
-    ax.bar(blocks, result.ablation_delta_loss, color=colors)
-    ax.axhline(result.summary.loss_threshold * abs(result.clean_loss), color="k", ls="--", lw=1,
-               label=f"threshold: {result.summary.loss_threshold:.0%} of the loss")
+    ax.bar(blocks, result.ablation_delta_loss, color=colors,
+           yerr=_errors(result, "ablation_delta_loss", result.ablation_delta_loss), ecolor="k", capsize=1.5)
+    ax.axhline(result.summary.tolerance, color="k", ls="--", lw=1, label=f"δ = {result.summary.tolerance:g} nats")
     ax.set_xlabel("ablated block")
     ax.set_ylabel("Δ loss (ablated − full)")
     ax.legend(fontsize=8)
     ax = axes[0, 1]
-    ax.bar(blocks, result.ablation_delta_accuracy, color=colors)
+    ax.bar(blocks, result.ablation_delta_accuracy, color=colors,
+           yerr=_errors(result, "ablation_delta_accuracy", result.ablation_delta_accuracy), ecolor="k", capsize=1.5)
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("ablated block")
     ax.set_ylabel("Δ accuracy (ablated − full)")
+    return fig
+
+
+def figure_removal(result: DepthAnalysis):
+    """The contiguous n-block removal curve: Δ loss and Δ accuracy after removing the chosen span of n blocks."""
+    fig, axes = plots.new_figure(10, 3.6, 1, 2)
+    ns = _blocks(result)
+    for ax, values, name, label in ((axes[0, 0], result.removal_delta_loss, "removal_delta_loss", "Δ loss"),
+                                    (axes[0, 1], result.removal_delta_accuracy, "removal_delta_accuracy",
+                                     "Δ accuracy")):
+        ax.plot(ns, values, marker="o", ms=3)
+        _band(ax, result, name, ns)
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_xlabel("blocks removed (n, one contiguous span)")
+        ax.set_ylabel(f"{label} (removed − full)")
+    ax = axes[0, 0]
+    ax.axhline(result.summary.tolerance, color="k", ls="--", lw=1, label=f"δ = {result.summary.tolerance:g} nats")
+    removable = result.depth - result.summary.effective_depth
+    if removable:
+        ax.axvline(removable, color="tab:red", ls=":", lw=1, label=f"effective depth {result.summary.effective_depth}")
+    ax.legend(fontsize=8)
     return fig
 
 
@@ -55,12 +99,13 @@ def figure_early_exit(result: DepthAnalysis):
     """Loss and accuracy keeping only the first ``k`` blocks (then the final norm and head), ``k = 0 … L``."""
     fig, axes = plots.new_figure(10, 3.6, 1, 2)
     keep = list(range(result.depth + 1))
-    for ax, values, full, label in ((axes[0, 0], result.early_exit_loss, result.clean_loss, "loss"),
-                                    (axes[0, 1], result.early_exit_accuracy, result.clean_accuracy, "accuracy")):
+    for ax, values, name, full, label in (
+            (axes[0, 0], result.early_exit_loss, "early_exit_loss", result.clean_loss, "loss"),
+            (axes[0, 1], result.early_exit_accuracy, "early_exit_accuracy", result.clean_accuracy, "accuracy")):
         ax.plot(keep, values, marker="o", ms=3)
+        _band(ax, result, name, keep)
         ax.axhline(full, color="k", ls=":", lw=1, label="full model")
-        if result.summary.exit_saturation_depth is not None:
-            ax.axvline(result.summary.exit_saturation_depth, color="tab:red", ls="--", lw=1, label="saturation")
+        ax.axvline(result.summary.exit_depth, color="tab:red", ls="--", lw=1, label="within δ")
         ax.set_xlabel("blocks kept (k)")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
@@ -68,17 +113,23 @@ def figure_early_exit(result: DepthAnalysis):
 
 
 def figure_geometry(result: DepthAnalysis):
-    """Angular distance (with the near-identity threshold) and relative update norm of each block."""
+    """Angular distance (token the head reads and all tokens, with the near-identity threshold), Block Influence,
+    and relative update norm of each block."""
     fig, axes = plots.new_figure(10, 3.6, 1, 2)
     blocks = _blocks(result)
     ax = axes[0, 0]
-    ax.plot(blocks, result.angular_distance, marker="o", ms=3)
+    for name, label in (("angular_distance", f"angular distance ({result.readout} token)"),
+                        ("angular_distance_all_tokens", "angular distance (all tokens)"),
+                        ("block_influence", "Block Influence (1 − mean cos)")):
+        ax.plot(blocks, getattr(result, name), marker="o", ms=3, label=label)
+        _band(ax, result, name, blocks)
     ax.axhline(result.summary.near_identity, color="k", ls="--", lw=1, label="near-identity threshold")
     ax.set_xlabel("block")
-    ax.set_ylabel("angular distance in → out (1 = opposite)")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("in → out")
+    ax.legend(fontsize=7)
     ax = axes[0, 1]
     ax.plot(blocks, result.relative_update, marker="o", ms=3, color="tab:green")
+    _band(ax, result, "relative_update", blocks, "tab:green")
     if min(result.relative_update, default=0) > 0:
         ax.set_yscale("log")
         plots.readable_log_ticks(ax.yaxis)
@@ -88,14 +139,23 @@ def figure_geometry(result: DepthAnalysis):
 
 
 def figure_probes(result: DepthAnalysis):
-    """Held-out linear-probe accuracy against depth, one line per observation point and pooling."""
+    """Held-out linear-probe accuracy against depth, one line per observation point and pooling, with the
+    embedding (x⁰) baseline of each pooling as a horizontal line."""
     fig, axes = plots.new_figure(7, 4.0)
     ax = axes[0, 0]
     blocks = _blocks(result)
     for point, curve in sorted(result.probe_accuracy.items()):
         where, pooling = point.split("/")
         style = "-" if where == "block_out" else "--"
-        ax.plot(blocks, curve, style, marker="o", ms=2.5, label=f"{_POINT_LABELS.get(where, where)} ({pooling})")
+        line, = ax.plot(blocks, curve, style, marker="o", ms=2.5,
+                        label=f"{_POINT_LABELS.get(where, where)} ({pooling})")
+        if where == "block_out":
+            _band(ax, result, f"probe/{point}", blocks, line.get_color())
+    for pooling, value in sorted(result.probe_embedding.items()):
+        ax.axhline(value, color="0.4", ls=":", lw=1, label=f"embedding x⁰ ({pooling})")
+    for point, curve in sorted(result.probe_selectivity.items()):
+        if not point.startswith("embedding/"):
+            ax.plot(blocks, curve, "-.", lw=1, label=f"selectivity, task − control ({point.split('/')[1]})")
     ax.set_xlabel("block")
     ax.set_ylabel("probe accuracy (held out)")
     if result.summary.probe_saturation_depth is not None:
@@ -105,12 +165,12 @@ def figure_probes(result: DepthAnalysis):
 
 
 def figure_cka(result: DepthAnalysis):
-    """The L × L linear-CKA heatmap between block outputs."""
+    """The L × L CKA heatmap (linear or debiased) between block outputs."""
     fig, axes = plots.new_figure(5.2, 4.4)
     ax = axes[0, 0]
     image = ax.imshow(result.cka, vmin=0, vmax=1, cmap="viridis", origin="lower",
                       extent=(0.5, result.depth + 0.5, 0.5, result.depth + 0.5))
-    fig.colorbar(image, ax=ax, label="linear CKA")
+    fig.colorbar(image, ax=ax, label=f"{result.cka_kind} CKA")
     ax.set_xlabel("block")
     ax.set_ylabel("block")
     return fig
@@ -118,55 +178,74 @@ def figure_cka(result: DepthAnalysis):
 
 def figure_effective_depth(results: Sequence[DepthAnalysis], labels: Sequence[str] | None = None):
     """Effective depth against nominal depth, one line per residual method (or per ``labels`` entry), with the
-    diagonal ``effective = nominal`` for reference. Several analyses at one (method, depth) are averaged."""
-    grouped: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    diagonal ``effective = nominal`` for reference. Several analyses at one (method, depth) are averaged; the
+    error bars span the lowest to the highest bound of their bootstrap intervals."""
+    grouped: dict[str, dict[int, list[tuple[int, float, float]]]] = defaultdict(lambda: defaultdict(list))
     for i, result in enumerate(results):
         label = labels[i] if labels is not None else (result.residual or result.model)
-        grouped[label][result.depth].append(result.summary.effective_depth)
+        grouped[label][result.depth].append(effective_depth_interval(result))
     fig, axes = plots.new_figure(6.4, 4.2)
     ax = axes[0, 0]
     depths = sorted({r.depth for r in results})
     colors = plots.run_colors(max(1, len(grouped)))
     for color, (label, by_depth) in zip(colors, sorted(grouped.items())):
         xs = sorted(by_depth)
-        ax.plot(xs, [sum(by_depth[d]) / len(by_depth[d]) for d in xs], marker="o", color=color, label=label)
+        means = [sum(v for v, _, _ in by_depth[d]) / len(by_depth[d]) for d in xs]
+        lows = [min(lo for _, lo, _ in by_depth[d]) for d in xs]
+        highs = [max(hi for _, _, hi in by_depth[d]) for d in xs]
+        ax.errorbar(xs, means, yerr=[[max(0.0, m - lo) for m, lo in zip(means, lows)],
+                                     [max(0.0, hi - m) for m, hi in zip(means, highs)]],
+                    marker="o", color=color, capsize=3, label=label)
     if depths:
         ax.plot([0, max(depths)], [0, max(depths)], color="0.6", ls=":", lw=1, label="effective = nominal")
     ax.set_xlabel("nominal depth (blocks)")
-    ax.set_ylabel("effective depth (blocks)")
+    ax.set_ylabel("effective depth D_δ (blocks)")
     ax.legend(fontsize=8)
     return fig
 
 
 def analysis_sections(result: DepthAnalysis) -> list[ReportSection]:
     """The page's sections, each a figure with a paragraph on how to read it."""
-    lens = "logit lens" if result.task == "language_model" else "early exit"
+    level = _level(result)
+    exit_title = "Logit lens (early exit)" if result.task == "language_model" else "Early exit"
     sections = [
+        ReportSection("Contiguous n-block removal", figure_removal(result),
+                      f"Change of the evaluation loss (left) and accuracy (right) after removing one contiguous span "
+                      f"of n blocks ({result.summary.span_selection} choice of the span: "
+                      + ("Gromov et al.'s smallest angular distance between the span's input and output"
+                         if result.summary.span_selection == "angular" else "the best of every span")
+                      + f"), with {level} bootstrap bands. The effective depth is L minus the largest n whose "
+                      f"removal stays within δ (dashed).", name="removal"),
         ReportSection("Block ablation", figure_ablation(result),
-                      "Change of the evaluation loss (left) and accuracy (right) when one block is replaced by the "
-                      "identity (x_out = x_in) and everything else is kept. Red bars are the blocks that count towards "
-                      "the effective depth (loss rises by more than the dashed threshold); grey bars are blocks the "
-                      "model can lose.", name="ablation"),
-        ReportSection(f"Early exit ({lens})", figure_early_exit(result),
-                      "Loss and accuracy when only the first k blocks are kept and their stream goes straight to "
-                      "the final norm and head. Where the curve meets the full model's line (dotted) the extra "
-                      "blocks stop adding anything the head can read.", name="early_exit"),
-        ReportSection("Angular distance and relative update", figure_geometry(result),
-                      "Left: mean angle between the stream entering and leaving each block, divided by π; blocks "
-                      "under the dashed line barely turn the stream (near-identity). Right: the size of each "
-                      "block's whole update relative to the stream it is added to.", name="geometry"),
+                      f"Change of the evaluation loss (left) and accuracy (right) when one block is replaced by the "
+                      f"identity (x_out = x_in) and everything else is kept, with {level} bootstrap error bars. Red "
+                      "bars are blocks the model needs alone (loss rises by more than δ, dashed); this misses what "
+                      "blocks do together, which the removal curve above measures.", name="ablation"),
+        ReportSection(exit_title, figure_early_exit(result),
+                      f"Loss and accuracy when only the first k blocks are kept and their stream goes straight to "
+                      f"the final norm and head ({level} bands). Where the curve meets the full model's line "
+                      "(dotted) the extra blocks stop adding anything the head can read.", name="early_exit"),
+        ReportSection("Angular distance, Block Influence and relative update", figure_geometry(result),
+                      f"Left: angle between the stream entering and leaving each block divided by π, on the token "
+                      f"the head reads ({result.readout}; Gromov et al. 2024) and averaged over all tokens, and "
+                      f"ShortGPT's Block Influence, with {level} bands; blocks under the dashed line barely turn the "
+                      "stream (near-identity). Right: the size of each block's whole update relative to the stream "
+                      "it is added to.", name="geometry"),
     ]
     if result.probe_accuracy:
         sections.append(ReportSection(
             "Linear probes against depth", figure_probes(result),
-            "Held-out accuracy of a ridge classifier trained on pooled features at each block (solid: block "
-            "output; dashed: module points inside the block). The red line marks the probe-saturation depth; "
-            "a curve that peaks before the last block means the best features are not at the top.", name="probes"))
+            f"Held-out accuracy of a ridge classifier trained on pooled features at each block, the mean over "
+            f"{result.settings.get('probe_splits', 1)} splits, with {level} bands over splits and examples (solid: "
+            "block output; dashed: module points inside the block; dotted: the embedding x⁰, the baseline any "
+            "block must beat; dash-dotted: selectivity, the block-output accuracy minus that on a control task "
+            "of random labels tied to input clusters, Hewitt & Liang 2019). The red line marks the "
+            "probe-saturation depth.", name="probes"))
     sections.append(ReportSection(
-        "Representation similarity (linear CKA)", figure_cka(result),
-        f"Linear CKA between the outputs of every pair of blocks ({result.cka_representation}). Bright squares "
-        "along the diagonal are runs of blocks whose representations barely change; a uniformly bright late "
-        "region means the late blocks repeat each other.", name="cka"))
+        f"Representation similarity ({result.cka_kind} CKA)", figure_cka(result),
+        f"{result.cka_kind.capitalize()} CKA between the outputs of every pair of blocks "
+        f"({result.cka_representation}). Bright squares along the diagonal are runs of blocks whose representations "
+        "barely change; a uniformly bright late region means the late blocks repeat each other.", name="cka"))
     return sections
 
 

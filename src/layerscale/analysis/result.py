@@ -1,7 +1,8 @@
 """The result of a depth analysis: every number, with JSON (``analysis.json``) and CSV (``analysis.csv``) forms.
 
 JSON has no NaN or infinity: non-finite floats are written as the strings ``"nan"``, ``"inf"``, ``"-inf"`` (as the
-trainer's metric log does) and read back as floats. The CSV has one row per block (1-based ``block``).
+trainer's metric log does) and read back as floats. The CSV has one row per block (1-based ``block``); every
+per-block number with a bootstrap interval has ``NAME_low`` and ``NAME_high`` columns beside it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from ..atomic_io import write_text_atomic
 from ..diagnostics.records import json_safe, restore_numbers
 from .summary import DepthSummary
 
-__all__ = ["DepthAnalysis", "RESULT_FORMAT", "effective_depth"]
+__all__ = ["DepthAnalysis", "RESULT_FORMAT", "effective_depth", "effective_depth_interval"]
 
 RESULT_FORMAT = "layerscale.depth_analysis"
-RESULT_VERSION = 1
+RESULT_VERSION = 2
 
 
 @dataclass
@@ -30,10 +31,19 @@ class DepthAnalysis:
 
     ``ablation_loss[l]`` / ``ablation_accuracy[l]``: the model with block ``l`` replaced by the identity;
     ``early_exit_loss[k]`` / ``early_exit_accuracy[k]`` (``k = 0 … L``): only the first ``k`` blocks kept, then the
-    final norm and head (for a language model: the logit lens); ``angular_distance[l]`` and ``relative_update[l]``
-    between the stream entering and leaving block ``l``; ``probe_accuracy[point][l]`` held-out linear-probe accuracy
-    at an observation point (``block_out/cls``, ``block_out/mean``, ``attn_out/...``, ``mlp_out/...``,
-    ``norm2_in/...``); ``cka[l][m]`` linear CKA between block outputs ``l`` and ``m``.
+    final norm and head (for a language model: the logit lens); ``angular_distance[l]``: Gromov et al.'s angular
+    distance between the stream entering and leaving block ``l`` on the token the head reads (``readout``: ``last``,
+    ``cls`` or ``mean``); ``angular_distance_all_tokens[l]``: the same averaged over every token;
+    ``block_influence[l]``: ShortGPT's ``1 − mean cos``; ``relative_update[l]``; ``removal_spans[n − 1]`` (1-based
+    first and last block), ``removal_distance[n − 1]``, ``removal_delta_loss[n − 1]`` and
+    ``removal_delta_accuracy[n − 1]``: the span of ``n`` blocks removed for the n-block curve and what its removal
+    costs; ``probe_accuracy[point][l]`` held-out linear-probe accuracy (mean over the probe splits) at an observation
+    point (``block_out/cls``, ``block_out/mean``, ``attn_out/...``, ``mlp_out/...``, ``norm2_in/...``) and
+    ``probe_embedding[pooling]`` at the embedding ``x^(0)``; ``probe_selectivity[point]``: task minus control-task
+    accuracy (Hewitt & Liang 2019) for the block outputs and the embedding (``embedding/POOLING``, one value);
+    ``cka[l][m]`` (``cka_kind``: linear or debiased)
+    between block outputs ``l`` and ``m``. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
+    of each entry of ``name`` (a field above, ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
     """
 
     model: str
@@ -41,6 +51,7 @@ class DepthAnalysis:
     task: str
     num_examples: int
     block_names: list[str]
+    readout: str
     clean_loss: float
     clean_accuracy: float
     ablation_loss: list[float]
@@ -48,10 +59,20 @@ class DepthAnalysis:
     early_exit_loss: list[float]
     early_exit_accuracy: list[float]
     angular_distance: list[float]
+    angular_distance_all_tokens: list[float]
+    block_influence: list[float]
     relative_update: list[float]
+    removal_spans: list[list[int]]
+    removal_distance: list[float]
+    removal_delta_loss: list[float]
+    removal_delta_accuracy: list[float]
     probe_accuracy: dict[str, list[float]]
+    probe_embedding: dict[str, float]
+    probe_selectivity: dict[str, list[float]]
     cka: list[list[float]]
     cka_representation: str
+    cka_kind: str
+    intervals: dict[str, Any]
     summary: DepthSummary
     settings: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
@@ -79,7 +100,8 @@ class DepthAnalysis:
         if not isinstance(raw, dict) or raw.get("format") != RESULT_FORMAT:
             raise ValueError(f"not a depth analysis (no format {RESULT_FORMAT!r})")
         if raw.get("version") != RESULT_VERSION:
-            raise ValueError(f"depth-analysis version {raw.get('version')!r}; this version reads {RESULT_VERSION}")
+            raise ValueError(f"depth-analysis version {raw.get('version')!r}; this version reads {RESULT_VERSION} "
+                             "(rerun the analysis)")
         body = restore_numbers({k: v for k, v in raw.items() if k not in ("format", "version")})
         try:
             body["summary"] = DepthSummary.from_dict(body["summary"])
@@ -99,21 +121,45 @@ class DepthAnalysis:
                 raise ValueError(f"{path}: not valid JSON ({exc})") from None
         return cls.from_dict(raw)
 
+    def interval(self, name: str, index: int | None = None) -> list[float] | None:
+        """The bootstrap interval ``[low, high]`` of ``name`` (entry ``index`` of a per-block list), or ``None``."""
+        value = self.intervals.get(name)
+        if value is None:
+            return None
+        return value[index] if index is not None else value
+
     def csv_rows(self) -> list[dict[str, Any]]:
         """One dict per block: the CSV's rows."""
         rows = []
         for i, name in enumerate(self.block_names):
-            row = {"block": i + 1, "name": name,
-                   "ablation_delta_loss": self.ablation_loss[i] - self.clean_loss,
-                   "ablation_delta_accuracy": self.ablation_accuracy[i] - self.clean_accuracy,
-                   "ablation_loss": self.ablation_loss[i], "ablation_accuracy": self.ablation_accuracy[i],
-                   "early_exit_loss": self.early_exit_loss[i + 1],
-                   "early_exit_accuracy": self.early_exit_accuracy[i + 1],
-                   "angular_distance": self.angular_distance[i], "relative_update": self.relative_update[i],
-                   "effective": (i + 1) in self.summary.effective_blocks,
-                   "near_identity": (i + 1) in self.summary.near_identity_blocks}
-            for point, curve in self.probe_accuracy.items():
-                row[f"probe_{point.replace('/', '_')}"] = curve[i]
+            values = {
+                "ablation_delta_loss": (self.ablation_loss[i] - self.clean_loss, "ablation_delta_loss", i),
+                "ablation_delta_accuracy": (self.ablation_accuracy[i] - self.clean_accuracy,
+                                            "ablation_delta_accuracy", i),
+                "early_exit_loss": (self.early_exit_loss[i + 1], "early_exit_loss", i + 1),
+                "early_exit_accuracy": (self.early_exit_accuracy[i + 1], "early_exit_accuracy", i + 1),
+                "angular_distance": (self.angular_distance[i], "angular_distance", i),
+                "angular_distance_all_tokens": (self.angular_distance_all_tokens[i], "angular_distance_all_tokens",
+                                                i),
+                "block_influence": (self.block_influence[i], "block_influence", i),
+                "relative_update": (self.relative_update[i], "relative_update", i),
+                "removal_delta_loss": (self.removal_delta_loss[i], "removal_delta_loss", i),
+                "removal_delta_accuracy": (self.removal_delta_accuracy[i], "removal_delta_accuracy", i),
+            }
+            values.update({f"probe_{point.replace('/', '_')}": (curve[i], f"probe/{point}", i)
+                           for point, curve in self.probe_accuracy.items()})
+            values.update({f"selectivity_{point.replace('/', '_')}": (curve[i], f"probe_selectivity/{point}", i)
+                           for point, curve in self.probe_selectivity.items() if not point.startswith("embedding/")})
+            row: dict[str, Any] = {"block": i + 1, "name": name}
+            for column, (value, key, index) in values.items():
+                row[column] = value
+                bounds = self.interval(key, index)
+                row[f"{column}_low"], row[f"{column}_high"] = bounds if bounds is not None else (None, None)
+            first, last = self.removal_spans[i]
+            row.update({"removal_blocks": i + 1, "removal_span": f"{first}-{last}",
+                        "ablation_loss": self.ablation_loss[i], "ablation_accuracy": self.ablation_accuracy[i],
+                        "needed_alone": (i + 1) in self.summary.needed_alone_blocks,
+                        "near_identity": (i + 1) in self.summary.near_identity_blocks})
             rows.append(row)
         return rows
 
@@ -143,6 +189,13 @@ class DepthAnalysis:
 
 
 def effective_depth(result: DepthAnalysis) -> int:
-    """The number of blocks whose ablation costs more than the analysis's loss threshold (see
-    :mod:`layerscale.analysis.summary`)."""
+    """``D_δ``: the fewest blocks a contiguous removal keeps within the analysis's tolerance δ of the full model's
+    loss (see :mod:`layerscale.analysis.summary`)."""
     return result.summary.effective_depth
+
+
+def effective_depth_interval(result: DepthAnalysis) -> tuple[int, float, float]:
+    """``(D_δ, low, high)``: the effective depth and its bootstrap percentile interval at ``summary.level``, for a
+    figure's error bars (e.g. a study's depth-use figure)."""
+    low, high = result.summary.effective_depth_interval
+    return result.summary.effective_depth, low, high

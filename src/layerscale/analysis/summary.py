@@ -1,90 +1,142 @@
-"""The one-line answers of a depth analysis, each stated with the threshold it uses.
+"""The one-line answers of a depth analysis, each a pure function of mean curves, so that the bootstrap applies it
+to every replicate (leading dimensions of the tensors are replicates) and reports an interval.
 
-* **effective depth**: the number of blocks whose ablation raises the evaluation loss by more than
-  ``loss_threshold`` (a fraction of the full model's loss, default 1 %) — the layer-pruning criterion of Gromov et
-  al. 2024 (arXiv 2403.17887) and Sun et al. 2025 ("The Curse of Depth in Large Language Models", arXiv 2502.05795),
-  counted per block;
-* **early-exit saturation depth**: the fewest leading blocks whose early exit (final norm and head applied after
-  block ``k``) is within ``loss_threshold`` of the full model's loss;
-* **probe-saturation depth**: the first block whose best block-output probe accuracy is within ``probe_tolerance``
-  (absolute) of the best accuracy over all blocks (classifiers only);
-* **near-identity fraction**: the fraction of blocks whose mean angular distance between input and output stream
-  is below ``near_identity`` (default 0.02, i.e. 3.6°).
+With ``Δ(n) = E[loss without the chosen span of n blocks] − E[loss]`` (``n = 1 … L``, ``Δ(0) = 0``; the span is
+Gromov et al.'s best span, or the best of all spans with ``spans="exhaustive"``) and a tolerance ``δ`` in the
+loss's own units (nats):
+
+* **effective depth** ``D_δ = L − max{n ∈ 0 … L : Δ(n) ≤ δ}``: the fewest blocks a model cut by one contiguous span
+  keeps while its loss stays within ``δ`` of the full model's (:func:`removal_depth`). It is a depth (the
+  ``D_δ`` kept blocks run one after another), it counts joint use (a span's removal is measured, not the sum of
+  single ablations), and ``δ`` does not move with the model's loss: two models compare on one scale.
+* **early-exit depth** ``K_δ = min{k : loss(first k blocks, then the head) − loss ≤ δ}``, the removal of the
+  last ``L − k`` blocks (:func:`exit_depth`; the logit lens for a language model).
+* **probe-saturation depth**: the first block whose block-output probe accuracy is within ``probe_tolerance``
+  (absolute) of that curve's best (:func:`saturation_depth`; classifiers only).
+* **near-identity blocks**: blocks whose angular distance (Gromov et al.'s, on the token the head reads) is below
+  ``near_identity`` (:func:`near_identity_count`).
+* **blocks needed alone**: blocks whose single ablation raises the loss by more than ``δ`` (the per-block count
+  this analysis called "effective depth" before; not a depth: the set need not be contiguous, and it misses joint
+  use).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-__all__ = ["DepthSummary", "summarize"]
+import torch
+
+__all__ = ["DepthSummary", "exit_depth", "near_identity_count", "ranges", "removal_depth", "saturation_depth"]
+
+
+def removal_depth(removal_delta: torch.Tensor, tolerance: float) -> torch.Tensor:
+    """``D_δ`` over the last dimension of ``removal_delta`` (``(..., L)``: ``Δ(1) … Δ(L)``); NaN is never within
+    ``δ``. Returns a long tensor of the leading shape."""
+    delta = torch.as_tensor(removal_delta, dtype=torch.float64)
+    depth = delta.shape[-1]
+    within = delta <= tolerance
+    n = torch.arange(1, depth + 1)
+    removable = torch.where(within, n, torch.zeros_like(n)).amax(dim=-1) if depth else torch.zeros(delta.shape[:-1])
+    return (depth - removable).long()
+
+
+def exit_depth(exit_delta: torch.Tensor, tolerance: float) -> torch.Tensor:
+    """``K_δ`` over the last dimension of ``exit_delta`` (``(..., L + 1)``, index ``k`` keeps ``k`` blocks; index
+    ``L`` is the full model, 0). Returns a long tensor."""
+    delta = torch.as_tensor(exit_delta, dtype=torch.float64)
+    within = (delta <= tolerance).clone()
+    within[..., -1] = True
+    return within.long().argmax(dim=-1)  # the first True
+
+
+def saturation_depth(accuracy: torch.Tensor, tolerance: float) -> torch.Tensor:
+    """The first block (1-based) whose accuracy is within ``tolerance`` of the curve's best, over the last dimension
+    of ``accuracy`` ``(..., L)``. Returns a long tensor."""
+    acc = torch.as_tensor(accuracy, dtype=torch.float64)
+    best = acc.amax(dim=-1, keepdim=True)
+    return (acc >= best - tolerance).long().argmax(dim=-1) + 1
+
+
+def near_identity_count(angular: torch.Tensor, near_identity: float) -> torch.Tensor:
+    """How many blocks (last dimension) turn the stream by less than ``near_identity``."""
+    return (torch.as_tensor(angular, dtype=torch.float64) < near_identity).sum(dim=-1)
 
 
 @dataclass
 class DepthSummary:
-    """Effective depth and friends (see the module docstring); block numbers are 1-based."""
+    """The one-line answers (module docstring) with their bootstrap intervals ``[low, high]`` at ``level``;
+    block numbers are 1-based. ``effective_depth_shares``: the share of bootstrap replicates giving each depth."""
 
     depth: int
+    tolerance: float
+    level: float
     effective_depth: int
-    effective_blocks: list[int]
-    exit_saturation_depth: int | None
+    effective_depth_interval: list[float]
+    effective_depth_shares: dict[int, float]
+    removed_span: list[int] | None
+    exit_depth: int
+    exit_depth_interval: list[float]
     probe_saturation_depth: int | None
+    probe_saturation_interval: list[float] | None
     probe_best_point: str | None
     probe_best_accuracy: float | None
-    near_identity_fraction: float
     near_identity_blocks: list[int]
-    loss_threshold: float
+    near_identity_interval: list[float]
+    needed_alone_blocks: list[int]
+    needed_alone_interval: list[float]
     near_identity: float
     probe_tolerance: float
+    span_selection: str
     lines: list[str] = field(default_factory=list)
 
+    @property
+    def near_identity_fraction(self) -> float:
+        return len(self.near_identity_blocks) / self.depth if self.depth else float("nan")
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        raw = asdict(self)
+        raw["effective_depth_shares"] = {str(k): v for k, v in self.effective_depth_shares.items()}
+        return raw
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> DepthSummary:
+        raw = dict(raw)
+        raw["effective_depth_shares"] = {int(k): v for k, v in raw.get("effective_depth_shares", {}).items()}
         return cls(**raw)
 
+    def write_lines(self, clean_loss: float, task: str) -> None:
+        """Fill :attr:`lines`, each answer with its interval."""
+        level = f"{self.level:.0%}"
 
-def summarize(clean_loss: float, ablation_loss: Sequence[float], early_exit_loss: Sequence[float],
-              angular_distance: Sequence[float], block_probe_accuracy: dict[str, Sequence[float]], *,
-              loss_threshold: float, near_identity: float, probe_tolerance: float, task: str) -> DepthSummary:
-    """Compute the :class:`DepthSummary` from the per-block measures (``early_exit_loss[k]`` keeps ``k`` blocks)."""
-    depth = len(ablation_loss)
-    margin = loss_threshold * abs(clean_loss)
-    effective = [i + 1 for i, loss in enumerate(ablation_loss) if not loss - clean_loss <= margin]
-    exit_depth = next((k for k, loss in enumerate(early_exit_loss) if loss - clean_loss <= margin), None)
-    near = [i + 1 for i, d in enumerate(angular_distance) if d < near_identity]
-    best_point, best_curve = None, None
-    for point, curve in block_probe_accuracy.items():
-        if curve and (best_curve is None or max(curve) > max(best_curve)):
-            best_point, best_curve = point, list(curve)
-    probe_depth = best_accuracy = None
-    if best_curve is not None:
-        best_accuracy = max(best_curve)
-        probe_depth = next(i + 1 for i, a in enumerate(best_curve) if a >= best_accuracy - probe_tolerance)
-    summary = DepthSummary(depth, len(effective), effective, exit_depth, probe_depth, best_point, best_accuracy,
-                           len(near) / depth if depth else math.nan, near, loss_threshold, near_identity,
-                           probe_tolerance)
-    lens = "logit-lens" if task == "language_model" else "early-exit"
-    summary.lines = [
-        f"effective depth: {len(effective)} of {depth} blocks raise the loss by more than {loss_threshold:.0%} "
-        f"of {clean_loss:.4g} when ablated (blocks {_ranges(effective)})",
-        f"{lens} saturation depth: "
-        + (f"{exit_depth} of {depth} blocks reach a loss within {loss_threshold:.0%} of the full model's"
-           if exit_depth is not None else f"no prefix of the {depth} blocks is within {loss_threshold:.0%} of the "
-                                          "full model's loss"),
-        (f"probe-saturation depth: block {probe_depth} of {depth} is the first within {probe_tolerance:g} of the "
-         f"best linear-probe accuracy {best_accuracy:.4f} (at {best_point})" if probe_depth is not None
-         else "probe-saturation depth: no probes (language model or probes off)"),
-        f"near-identity blocks: {len(near)} of {depth} ({summary.near_identity_fraction:.0%}) turn the stream by "
-        f"less than {near_identity:g} (angular distance, 1 = opposite) (blocks {_ranges(near)})",
-    ]
-    return summary
+        def iv(interval: Sequence[float] | None) -> str:
+            return f"{level} interval {interval[0]:g}–{interval[1]:g}" if interval else "no interval"
+
+        shares = ", ".join(f"{d}: {s:.0%}" for d, s in sorted(self.effective_depth_shares.items()) if s >= 0.005)
+        span = (f"removing blocks {self.removed_span[0]}-{self.removed_span[1]}" if self.removed_span
+                else "removing no span")
+        lens = "logit-lens" if task == "language_model" else "early-exit"
+        self.lines = [
+            f"effective depth: {self.effective_depth} of {self.depth} blocks ({iv(self.effective_depth_interval)}; "
+            f"bootstrap shares {shares}) — {span} ({self.span_selection} span choice) keeps the loss within "
+            f"δ = {self.tolerance:g} nats of {clean_loss:.4g}",
+            f"{lens} depth: the first {self.exit_depth} of {self.depth} blocks reach a loss within δ = "
+            f"{self.tolerance:g} of the full model's ({iv(self.exit_depth_interval)})",
+            (f"probe-saturation depth: block {self.probe_saturation_depth} of {self.depth} is the first within "
+             f"{self.probe_tolerance:g} of the best probe accuracy {self.probe_best_accuracy:.4f} (at "
+             f"{self.probe_best_point}; {iv(self.probe_saturation_interval)})"
+             if self.probe_saturation_depth is not None else
+             "probe-saturation depth: no probes (language model or probes off)"),
+            f"near-identity blocks: {len(self.near_identity_blocks)} of {self.depth} turn the token the head reads "
+            f"by less than {self.near_identity:g} (angular distance, 1 = opposite; {iv(self.near_identity_interval)}) "
+            f"(blocks {ranges(self.near_identity_blocks)})",
+            f"blocks needed alone: {len(self.needed_alone_blocks)} of {self.depth} raise the loss by more than "
+            f"δ = {self.tolerance:g} when ablated one at a time ({iv(self.needed_alone_interval)}) (blocks "
+            f"{ranges(self.needed_alone_blocks)})",
+        ]
 
 
-def _ranges(blocks: Sequence[int]) -> str:
+def ranges(blocks: Sequence[int]) -> str:
     """``[1, 2, 3, 7]`` -> ``"1-3, 7"``; ``"none"`` when empty."""
     if not blocks:
         return "none"

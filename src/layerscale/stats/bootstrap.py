@@ -1,8 +1,8 @@
 """The nonparametric bootstrap over examples, vectorised: resampling weights, replicated means, percentile intervals.
 
 Efron 1979 ("Bootstrap methods: another look at the jackknife", *Ann. Statist.* 7:1–26); Efron & Tibshirani 1993,
-*An Introduction to the Bootstrap*, §6 (the bootstrap estimate of a statistic's distribution) and §13.3 (Eq. 13.5,
-the percentile interval). A bootstrap replicate draws ``N`` of the ``N`` examples with replacement; drawing example
+*An Introduction to the Bootstrap*, ch. 6 (the bootstrap estimate of a statistic's distribution) and ch. 13 (the
+percentile interval). A bootstrap replicate draws ``N`` of the ``N`` examples with replacement; drawing example
 ``e`` ``c_{b,e}`` times (``c_b ~ Multinomial(N, 1/N)``) turns every mean over examples into the weighted mean
 ``θ*_b = Σ_e c_{b,e} v_e / N``. So ``B`` replicates of ``K`` means are one matrix product, ``(B, N) @ (N, K) / N``,
 and any statistic that is a function of such means (a difference of means, the first index where a mean curve
@@ -47,10 +47,12 @@ def bootstrap_means(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor
     return (weights @ flat / weights.shape[1]).reshape(weights.shape[0], *values.shape[1:])
 
 
-def percentile_interval(replicates: torch.Tensor, level: float = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
+def percentile_interval(replicates: torch.Tensor, level: float = 0.95,
+                        discrete: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(low, high)``, each of the shape of one replicate: the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles
-    over the first dimension (Efron & Tibshirani 1993, Eq. 13.5; linear interpolation between order statistics).
-    A quantity that is NaN in any replicate gets a NaN interval."""
+    over the first dimension (Efron & Tibshirani 1993, ch. 13; linear interpolation between order statistics,
+    or with ``discrete`` the order statistics at or outside them, so that an integer statistic such as a depth gets
+    integer bounds). A quantity that is NaN in any replicate gets a NaN interval."""
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
         raise ValueError(f"interval level must be a number in (0, 1), got {level!r}")
     replicates = torch.as_tensor(replicates, dtype=torch.float64)
@@ -58,7 +60,11 @@ def percentile_interval(replicates: torch.Tensor, level: float = 0.95) -> tuple[
         raise ValueError(f"percentile_interval needs at least 2 replicates, got shape {tuple(replicates.shape)}")
     alpha = (1.0 - level) / 2
     q = torch.tensor([alpha, 1.0 - alpha], dtype=torch.float64)
-    bounds = torch.quantile(replicates, q, dim=0)
+    if discrete:
+        bounds = torch.stack([torch.quantile(replicates, q[0], dim=0, interpolation="lower"),
+                              torch.quantile(replicates, q[1], dim=0, interpolation="higher")])
+    else:
+        bounds = torch.quantile(replicates, q, dim=0)
     nan = torch.isnan(replicates).any(dim=0)
     bounds = torch.where(nan, torch.full_like(bounds, float("nan")), bounds)
     return bounds[0], bounds[1]
