@@ -2,9 +2,11 @@
 each final model use?
 
 After the final runs, every finished run of the tuned table is analysed with :func:`layerscale.analysis.analyze_run`
-(its analysis is kept in ``RUN_DIR/analysis/`` and reused on a rerun). A block counts towards the **effective
-depth** when replacing it by the identity raises the evaluation loss by more than 1 % (docs/analysis.md). Each cell
-reports the mean effective depth over seeds with its 95 % t-interval, beside its nominal depth.
+(its analysis is kept in ``RUN_DIR/analysis/`` and reused on a rerun). The **effective depth** ``D_δ`` of a model
+is the fewest blocks left after removing the best contiguous span whose removal keeps the evaluation loss within δ
+nats of the full model's (docs/analysis.md; :func:`layerscale.analysis.effective_depth`). Each cell reports the mean
+``D_δ`` over seeds with its 95 % t-interval (each seed's value below 3 seeds), beside its nominal depth. An analysis
+saved by an earlier version (``analysis.json`` format 1) is computed again.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ def _analysis_of(run_dir: Path):
 
     saved = run_dir / ANALYSIS_DIR / "analysis.json"
     if saved.is_file():
-        return DepthAnalysis.read_json(saved)
+        try:
+            return DepthAnalysis.read_json(saved)
+        except ValueError:  # an analysis of an earlier format: computed again below
+            pass
     result = analyze_run(run_dir)
     result.write(run_dir / ANALYSIS_DIR)
     return result
@@ -62,8 +67,9 @@ def analyze_final_runs(spec: StudySpec, finals: list[RunSpec], results: list[Run
 def effective_depth_markdown(spec: StudySpec, rows: list[EffectiveDepth]) -> str:
     """The table "effective depth against nominal depth, per method"."""
     lines = ["## Effective depth against nominal depth", "",
-             "Blocks whose removal raises the test loss by more than 1 %, mean over the analysed seeds [95 % "
-             "interval], of the final runs at each method's tuned learning rate (docs/analysis.md).", "",
+             "D_δ: the fewest blocks left after removing the best contiguous span of blocks while the evaluation "
+             "loss stays within δ nats of the full model's (docs/analysis.md), mean over the analysed seeds "
+             "[95 % interval], of the final runs at each method's tuned learning rate.", "",
              "| method | " + " | ".join(f"depth {d}" for d in spec.depths) + " |",
              "|---|" + "---:|" * len(spec.depths)]
     by_cell = {(r.method, r.depth): r for r in rows}
