@@ -8,16 +8,15 @@ import torch
 from torch import nn
 
 from ...models.init import init_transformer_weights
-from ..block_list import BlockFamily
 from ..peers import loaded_classes
-from .timm_vit import record_depth
+from .timm_vit import TimmBlocksFamily
 
 __all__ = ["TimmCaitFamily"]
 
 _CAIT = "timm.models.cait"
 
 
-class TimmCaitFamily(BlockFamily):
+class TimmCaitFamily(TimmBlocksFamily):
     name = "timm-cait"
 
     def matches(self, model: nn.Module) -> bool:
@@ -27,13 +26,6 @@ class TimmCaitFamily(BlockFamily):
         for i, block in enumerate(model.blocks):
             if not all(isinstance(getattr(block, g, None), nn.Parameter) for g in ("gamma_1", "gamma_2")):
                 raise ValueError(f"timm Cait blocks.{i} ({type(block).__name__}) has no gamma_1 / gamma_2")
-
-    def blocks(self, model: nn.Module) -> list[nn.Module]:
-        return list(model.blocks)
-
-    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
-        model.blocks = nn.Sequential(*blocks)
-        record_depth(model, len(blocks))
 
     def add_scales(self, model: nn.Module) -> None:
         return None  # every LayerScaleBlock has gamma_1 and gamma_2

@@ -32,7 +32,19 @@ def record_depth(model: nn.Module, depth: int, **more: object) -> None:
         model.feature_info = [{**template, "module": f"blocks.{i}"} for i in range(depth)]
 
 
-class TimmViTFamily(BlockFamily):
+class TimmBlocksFamily(BlockFamily):
+    """A timm model whose blocks are the ``nn.Sequential`` ``model.blocks`` (ViT, DeiT III, CaiT's self-attention
+    stage): read and installed the same way, with timm's reconstruction arguments kept in step."""
+
+    def blocks(self, model: nn.Module) -> list[nn.Module]:
+        return list(model.blocks)
+
+    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
+        model.blocks = nn.Sequential(*blocks)
+        record_depth(model, len(blocks))
+
+
+class TimmViTFamily(TimmBlocksFamily):
     name = "timm-vit"
 
     def matches(self, model: nn.Module) -> bool:
@@ -44,13 +56,6 @@ class TimmViTFamily(BlockFamily):
             if type(block) not in blocks:
                 raise ValueError(f"timm VisionTransformer blocks.{i} is a {type(block).__name__}, not timm's Block "
                                  f"(parallel / residual-post-norm variants are not supported)")
-
-    def blocks(self, model: nn.Module) -> list[nn.Module]:
-        return list(model.blocks)
-
-    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
-        model.blocks = nn.Sequential(*blocks)
-        record_depth(model, len(blocks))
 
     def add_scales(self, model: nn.Module) -> None:
         from timm.layers import LayerScale
