@@ -48,7 +48,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
-    extra) print one line ``layerscale: error: ...`` and exit with status 2; other exceptions propagate."""
+    extra) print one line ``layerscale: error: ...`` (escaped and capped by :func:`~layerscale.messages.one_line`,
+    so no name from a file can forge a second line) and exit with status 2; other exceptions propagate."""
+    from .messages import one_line
+
     argv = sys.argv[1:] if argv is None else list(argv)
     command = chosen_command(argv)
     parser = build_parser(command) if command is not None else build_parser("")
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
-        print(f"layerscale {args.command}: error: {exc}", file=sys.stderr)
+        print(f"layerscale {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

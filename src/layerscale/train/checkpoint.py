@@ -24,6 +24,7 @@ import torch
 
 from ..atomic_io import atomic_path
 from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
+from .train_state import check_train_state
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -140,7 +141,8 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
     """``(model_state, train_state)`` of a checkpoint directory, read safely.
 
     Raises ``FileNotFoundError`` for a missing directory or file and a one-line ``ValueError`` for a truncated,
-    corrupt or foreign file (anything not written by :func:`save_checkpoint`).
+    corrupt or foreign file (anything not written by :func:`save_checkpoint`), or a training state with a field
+    of the wrong type or range (:func:`~layerscale.train.train_state.check_train_state`).
     """
     path = Path(path)
     if not path.is_dir():
@@ -172,6 +174,7 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
     if state.get("version") != STATE_VERSION:
         raise ValueError(f"{state_path}: training-state version {state.get('version')!r}, this version of "
                          f"layerscale reads version {STATE_VERSION}")
+    check_train_state(str(state_path), state)
     return loaded.tensors, state
 
 

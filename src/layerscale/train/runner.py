@@ -31,6 +31,7 @@ import torch
 
 from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
+from ..messages import shown_value
 from ..models.registry import create_model
 from .auto_policy import choose_compile
 from .budget import planned_total_steps, steps_per_epoch
@@ -38,6 +39,7 @@ from .callbacks import Callback
 from .checkpoint import (
     CHECKPOINT_DIR,
     MODEL_FILE,
+    STATE_FILE,
     check_same_architecture,
     latest_checkpoint,
     load_checkpoint,
@@ -57,6 +59,7 @@ from .distributed import (
 )
 from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
 from .run_summary import warmup_warning
+from .train_state import check_position
 from .trainer import Trainer
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "run"]
@@ -232,7 +235,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
             weights, train_state = load_checkpoint(checkpoint)
             check_same_architecture(checkpoint, weights, model.state_dict())
             if train_state.get("model") != cfg.model.name:
-                raise ValueError(f"{checkpoint}: checkpoint of model {train_state.get('model')!r}, the config "
+                raise ValueError(f"{checkpoint}: checkpoint of model {shown_value(train_state.get('model'))}, the config "
                                  f"builds {cfg.model.name!r}")
             saved = (weights, train_state)
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
@@ -265,6 +268,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
     trainer = Trainer(cfg, wrapped, data, ctx, run_dir, list(callbacks), model_args=model_args)
     if saved is not None:
+        check_position(str(checkpoint / STATE_FILE), saved[1], trainer.steps_per_epoch)
         try:
             trainer.restore(*saved)
         except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
