@@ -111,10 +111,6 @@ def _torch_pickle_as_weights(run_dir):
     torch.save({"w": torch.zeros(2)}, _checkpoint(run_dir) / "model.safetensors")
 
 
-def _no_checkpoints(run_dir):
-    shutil.rmtree(run_dir / "checkpoints")
-
-
 RESUME_ERRORS = [
     ("truncated weights", _truncate_weights, [], ValueError, r"model\.safetensors is a truncated safetensors file"),
     ("state holding a python object", _pickled_object_state, [], ValueError,
@@ -130,7 +126,6 @@ RESUME_ERRORS = [
      r"model\.safetensors: expected a safetensors file, found a pytorch file"),
     ("config changed to another architecture", lambda run_dir: None, ["model.depth=4"], ValueError,
      r"checkpoint of another architecture than the configured model: missing \['blocks\.2\."),
-    ("no checkpoint", _no_checkpoints, [], FileNotFoundError, r"checkpoints: no checkpoint to resume from"),
     ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError, r"unknown config key run\.sed \(did you mean seed\?\)"),
 ]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -57,7 +58,7 @@ from .distributed import (
     teardown_distributed,
     wrap_model,
 )
-from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
+from .metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
 from .run_summary import warmup_warning
 from .train_state import check_position
 from .trainer import Trainer
@@ -81,8 +82,11 @@ class TrainResult:
     checkpoint: Path | None
 
 
-def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path]:
-    """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint."""
+def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path | None]:
+    """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint.
+
+    A run directory with its ``config.yaml`` but no checkpoint yet (the run was stopped before its first one) gives
+    ``checkpoint_dir`` ``None``: the run starts again from step 0 in its own directory, with its own config."""
     path = Path(resume)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{path}: is a file; --resume takes a run directory or one of its checkpoint directories")
@@ -92,10 +96,7 @@ def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path]:
         return path.parent.parent, path
     if not (path / CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{path / CONFIG_FILE}: not a run directory (no {CONFIG_FILE})")
-    checkpoint = latest_checkpoint(path)
-    if checkpoint is None:
-        raise FileNotFoundError(f"{path / CHECKPOINT_DIR}: no checkpoint to resume from")
-    return path, checkpoint
+    return path, latest_checkpoint(path)
 
 
 def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
@@ -275,6 +276,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
             raise ValueError(f"{checkpoint}: training state does not fit this run "
                              f"({str(exc).splitlines()[0]})") from None
         check_resume_finite(trainer, checkpoint, saved[0])  # weights and one forward, before resuming
+    restarting = saved is None and (run_dir / CONFIG_FILE).is_file()  # stopped before its first checkpoint
     barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
     if ctx.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -282,8 +284,12 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
         write_text_atomic(run_dir / CONFIG_FILE, config_text)
         if saved is not None:
             truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
+        elif restarting:  # the records and events of the attempt that never reached a checkpoint
+            truncate_metrics(run_dir / METRICS_FILE, -1)
+            shutil.rmtree(run_dir / TENSORBOARD_DIR, ignore_errors=True)
         if cfg.run.progress != "none":
-            what = f"resuming {checkpoint} at step {trainer.state.step}" if saved else "run directory"
+            what = (f"resuming {checkpoint} at step {trainer.state.step}" if saved else
+                    "restarting from step 0 (stopped before its first checkpoint)" if restarting else "run directory")
             print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
                   f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
                   flush=True)
