@@ -12,6 +12,7 @@ Run directory::
     RUN_DIR/checkpoints/step_N/  model.safetensors + train_state.pt (the last run.keep_checkpoints)
     RUN_DIR/summary.json         written at the end: final step, metrics, last checkpoint, model name + arguments
     RUN_DIR/tensorboard/         with run.tensorboard: true
+    RUN_DIR/.lock                held (flock) by the live process training the run; a second one is refused
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from .distributed import (
     wrap_model,
 )
 from .metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
+from .run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
 from .run_summary import warmup_warning
 from .train_state import check_position
 from .trainer import Trainer
@@ -185,7 +187,7 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
     else:  # one name for all ranks: rank 0's clock
         stamp = broadcast_object(time.strftime("%Y%m%d-%H%M%S"), ctx)
         run_dir = Path("runs") / f"{config.model.name}-{config.data.name}-{stamp}"
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+    if run_dir.exists() and not is_empty_run_dir(run_dir):
         raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
                               f"--resume {run_dir} or choose another --out")
     return check_writable_dir(run_dir)  # a folder that refuses files: one line now, not a traceback later
@@ -256,7 +258,8 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
                       model_args: dict[str, Any], config_text: str) -> TrainResult:
     """From a built, checked model and its data to a finished run — the part of :func:`run` shared with
     :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
-    it is finite), create or update the run folder only once every rank passed every check, train, and write
+    it is finite), create or update the run folder only once every rank passed every check and rank 0 holds its lock
+    (:mod:`~layerscale.train.run_lock`: a run directory another live process trains is refused), train, and write
     ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
     model.to(ctx.device)
     planned_steps = planned_total_steps(cfg.optim, steps_per_epoch(len(data.train), cfg.data.batch_size,
@@ -278,17 +281,35 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
         check_resume_finite(trainer, checkpoint, saved[0])  # weights and one forward, before resuming
     restarting = saved is None and (run_dir / CONFIG_FILE).is_file()  # stopped before its first checkpoint
     barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
+    with ExitStack() as held:
+        # One live process per run directory (layerscale.train.run_lock): rank 0 takes it, every rank hears.
+        refusal = None
+        if ctx.is_main:
+            try:
+                held.enter_context(hold_run_dir(run_dir))
+            except RunDirectoryInUse as exc:
+                refusal = str(exc)
+        refusal = broadcast_object(refusal, ctx)
+        if refusal is not None:
+            raise RunDirectoryInUse(refusal)
+        return _write_and_train(cfg, ctx, trainer, data, run_dir, checkpoint, saved is not None, restarting,
+                                model_args, config_text)
+
+
+def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data: TrainData, run_dir: Path,
+                     checkpoint: Path | None, resumed: bool, restarting: bool, model_args: dict[str, Any],
+                     config_text: str) -> TrainResult:
+    """Rank 0 writes the run directory (its lock held), then every rank trains; ``summary.json`` at the end."""
     if ctx.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(run_dir)
         write_text_atomic(run_dir / CONFIG_FILE, config_text)
-        if saved is not None:
+        if resumed:
             truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
         elif restarting:  # the records and events of the attempt that never reached a checkpoint
             truncate_metrics(run_dir / METRICS_FILE, -1)
             shutil.rmtree(run_dir / TENSORBOARD_DIR, ignore_errors=True)
         if cfg.run.progress != "none":
-            what = (f"resuming {checkpoint} at step {trainer.state.step}" if saved else
+            what = (f"resuming {checkpoint} at step {trainer.state.step}" if resumed else
                     "restarting from step 0 (stopped before its first checkpoint)" if restarting else "run directory")
             print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
                   f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
