@@ -19,6 +19,8 @@ from typing import Callable
 
 import torch
 
+from ..messages import shown_name
+
 __all__ = ["Rule", "Dropped", "KeyFormat", "ConversionReport", "format_keys", "unchanged"]
 
 _PLACEHOLDERS = {"i": r"(?P<i>\d+)", "p": r"(?P<p>weight|bias)"}
@@ -38,9 +40,10 @@ def _compile(pattern: str) -> re.Pattern:
 
 
 def format_keys(keys, limit: int = 10) -> str:
-    """``[a, b, c] (+N more)``: a short list of keys for a one-line error message."""
-    keys = sorted(keys)
-    shown = ", ".join(keys[:limit])
+    """``[a, b, c] (+N more)``: a short list of keys for a one-line error message, each escaped and capped
+    (:func:`~layerscale.messages.shown_name`: a key from a file cannot forge a line or flood the terminal)."""
+    keys = sorted(keys, key=str)
+    shown = ", ".join(shown_name(key) for key in keys[:limit])
     return f"[{shown}]" + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "")
 
 
