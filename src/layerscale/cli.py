@@ -48,7 +48,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
-    extra) print one line ``layerscale: error: ...`` (escaped and capped by :func:`~layerscale.messages.one_line`,
+    extra, and any other ``OSError``: a path the system refuses) print one line ``layerscale: error: ...`` (escaped and capped by :func:`~layerscale.messages.one_line`,
     so no name from a file can forge a second line) and exit with status 2; other exceptions propagate."""
     from .messages import one_line
 
@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
         print(f"layerscale {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path the system refuses (too long a name, EIO on a pseudo file, no permission)
+        from .paths import os_error_line
+
+        print(f"layerscale {args.command}: error: {one_line(os_error_line(exc))}", file=sys.stderr)
         return 2
 
 

@@ -34,7 +34,6 @@ import torch
 from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
 from ..messages import shown_value
-from ..models.registry import create_model
 from .auto_policy import choose_compile
 from .budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
@@ -60,6 +59,7 @@ from .distributed import (
     wrap_model,
 )
 from .metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
+from .model_build import build_model
 from .run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
 from .run_summary import warmup_warning
 from .train_state import check_position
@@ -229,10 +229,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
         data = load_train_data(cfg)
         model_args = {**data.model_args, **cfg.model.options}
-        try:
-            model = create_model(cfg.model.name, **model_args)
-        except TypeError as exc:  # a value of the wrong type for an argument whose default is None
-            raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None
+        model = build_model(cfg.model.name, model_args)
         saved = None
         if checkpoint is not None:
             weights, train_state = load_checkpoint(checkpoint)
