@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import torch
 
 from .atomic_io import atomic_path
+from .messages import shown_names, shown_value
 
 __all__ = [
     "STATE_DICT_CONTAINERS",
@@ -183,15 +184,15 @@ def unwrap_state_dict(obj: Any, source: str = "checkpoint") -> tuple[dict[str, t
     if not obj:
         raise ValueError(f"{source} holds an empty dict, expected a state dict of tensors")
     non_tensor = [k for k, v in obj.items() if not isinstance(v, torch.Tensor)][:8]
-    raise ValueError(f"{source} is not a state dict: top-level keys {sorted(map(str, obj))[:12]} include "
-                     f"non-tensors {non_tensor}; expected tensors, or tensors under one of "
+    raise ValueError(f"{source} is not a state dict: top-level keys {shown_names(obj, 12)} include "
+                     f"non-tensors {shown_names(non_tensor)}; expected tensors, or tensors under one of "
                      f"{list(STATE_DICT_CONTAINERS)}")
 
 
 def _check_names(tensors: dict, source: str) -> dict[str, torch.Tensor]:
     bad = [k for k in tensors if not isinstance(k, str)]
     if bad:
-        raise ValueError(f"{source} has non-string state-dict keys {bad[:8]}")
+        raise ValueError(f"{source} has non-string state-dict keys {shown_names(map(repr, bad), 8)}")
     return tensors
 
 
@@ -248,7 +249,7 @@ def _independent_tensors(state_dict: Mapping[str, torch.Tensor]) -> dict[str, to
     seen: set[tuple[str, int]] = set()
     for name, tensor in state_dict.items():
         if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
-            raise ValueError(f"state_dict must map str to Tensor, got {name!r}: {type(tensor).__name__}")
+            raise ValueError(f"state_dict must map str to Tensor, got {shown_value(name)}: {type(tensor).__name__}")
         t = tensor.detach()
         storage = (str(t.device), t.untyped_storage().data_ptr())
         if storage in seen or not t.is_contiguous() or t.storage_offset() != 0:

@@ -6,6 +6,7 @@ ANSI escape sequence), or turn one line into megabytes (a 200 KB name, a YAML al
 
 - :func:`shown_name` escapes every character that is not printable (``\\n``, ``\\x1b``, ``\\u2028`` ...) and
   keeps at most ``limit`` characters, then gives the full length.
+- :func:`shown_names` is a short list of names, ``[a, b, c] (+N more)``.
 - :func:`shown_value` is a bounded ``repr``: containers are cut after a few items and a few levels
   (:class:`reprlib.Repr`), so even a value whose full ``repr`` would take gigabytes costs microseconds.
 - :func:`one_line` is the last guard of the command line: the whole message, escaped and capped.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-__all__ = ["MESSAGE_LIMIT", "NAME_LIMIT", "one_line", "shown_name", "shown_value"]
+__all__ = ["MESSAGE_LIMIT", "NAME_LIMIT", "one_line", "shown_name", "shown_names", "shown_value"]
 
 #: Characters of one name (or one value) in a message.
 NAME_LIMIT = 120
@@ -39,6 +40,13 @@ def shown_name(name: Any, limit: int = NAME_LIMIT) -> str:
     if len(text) <= limit and len(escaped) <= limit:
         return escaped
     return f"{escaped[:limit]}...({len(text)} characters)"
+
+
+def shown_names(names: Any, limit: int = 10) -> str:
+    """``[a, b, c] (+N more)``: the first ``limit`` of ``names`` (sorted), each through :func:`shown_name`."""
+    names = sorted(names, key=str)
+    shown = ", ".join(shown_name(name) for name in names[:limit])
+    return f"[{shown}]" + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
 
 
 _REPR = reprlib.Repr()

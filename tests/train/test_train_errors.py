@@ -130,14 +130,14 @@ RESUME_ERRORS = [
     ("foreign state", _foreign_state, [], ValueError,
      r"train_state\.pt: not a training state written by layerscale train"),
     ("weights of another architecture", _weights_of_another_architecture, [], ValueError,
-     r"checkpoint of another architecture than the configured model: unexpected \['blocks\.2\."),
+     r"checkpoint of another architecture than the configured model: unexpected \[blocks\.2\."),
     ("float8 weight", _float8_weight, [], ValueError,
      r"checkpoint of another architecture than the configured model: dtype \(checkpoint vs model\) "
-     r"\['head\.weight torch\.float8_e4m3fn vs torch\.float32'\]"),
+     r"\[head\.weight torch\.float8_e4m3fn vs torch\.float32\]"),
     ("pytorch file named safetensors", _torch_pickle_as_weights, [], ValueError,
      r"model\.safetensors: expected a safetensors file, found a pytorch file"),
     ("config changed to another architecture", lambda run_dir: None, ["model.depth=4"], ValueError,
-     r"checkpoint of another architecture than the configured model: missing \['blocks\.2\."),
+     r"checkpoint of another architecture than the configured model: missing \[blocks\.2\."),
     ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError, r"unknown config key run\.sed \(did you mean seed\?\)"),
 ]
 

@@ -190,8 +190,8 @@ def check_same_architecture(checkpoint: Path, saved: Mapping[str, torch.Tensor],
     missing or unexpected, a tensor of another shape, or of another dtype unless both are float16 / bfloat16 /
     float32 / float64 (loading casts between those; a float8 or integer tensor where the model has a float, or the
     reverse, is a foreign file, not weights of this model)."""
-    missing = sorted(set(expected) - set(saved))
-    unexpected = sorted(set(saved) - set(expected), key=str)
+    missing = [shown_name(k) for k in sorted(set(expected) - set(saved))]
+    unexpected = [shown_name(k) for k in sorted(set(saved) - set(expected), key=str)]
     mismatched = [f"{shown_name(k)} {tuple(saved[k].shape)} vs {tuple(expected[k].shape)}"
                   for k in expected if k in saved and saved[k].shape != expected[k].shape]
     other_dtype = [f"{shown_name(k)} {saved[k].dtype} vs {expected[k].dtype}"
@@ -199,14 +199,9 @@ def check_same_architecture(checkpoint: Path, saved: Mapping[str, torch.Tensor],
                    and not {saved[k].dtype, expected[k].dtype} <= _CASTABLE_FLOATS]
     if missing or unexpected or mismatched or other_dtype:
         parts = []
-        if missing:
-            parts.append(f"missing {[shown_name(k) for k in missing[:3]]}{' ...' if len(missing) > 3 else ''}")
-        if unexpected:
-            parts.append(f"unexpected {[shown_name(k) for k in unexpected[:3]]}"
-                         f"{' ...' if len(unexpected) > 3 else ''}")
-        if mismatched:
-            parts.append(f"shape (checkpoint vs model) {mismatched[:3]}{' ...' if len(mismatched) > 3 else ''}")
-        if other_dtype:
-            parts.append(f"dtype (checkpoint vs model) {other_dtype[:3]}{' ...' if len(other_dtype) > 3 else ''}")
+        for label, items in (("missing", missing), ("unexpected", unexpected), ("shape (checkpoint vs model)",
+                             mismatched), ("dtype (checkpoint vs model)", other_dtype)):
+            if items:
+                parts.append(f"{label} [{', '.join(items[:3])}]{' ...' if len(items) > 3 else ''}")
         raise ValueError(f"{checkpoint}: checkpoint of another architecture than the configured model: "
                          f"{'; '.join(parts)}")
