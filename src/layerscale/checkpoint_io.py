@@ -26,6 +26,7 @@ import torch
 
 from .atomic_io import atomic_path
 from .messages import shown_names, shown_value
+from .paths import describe_non_file, os_error_line
 
 __all__ = [
     "STATE_DICT_CONTAINERS",
@@ -67,16 +68,21 @@ def _require_safetensors():
 def sniff_weights_format(path: str | os.PathLike) -> str:
     """``"safetensors"`` or ``"pytorch"`` from the first bytes of ``path``.
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an empty, truncated or foreign file.
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an empty, truncated or foreign file, and
+    for a path that is not a regular file (a directory, a FIFO, a device, a /proc file) or cannot be read.
     """
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a directory, expected a weights file (safetensors or PyTorch)")
+    kind = describe_non_file(path)  # a FIFO would block, /proc/self/mem fails with EIO: name them instead
+    if kind is not None:
+        raise ValueError(f"{path} is {kind}, expected a weights file (safetensors or PyTorch)")
     if not path.is_file():
         raise FileNotFoundError(f"no such weights file: {path}")
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        head = fh.read(9)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(9)
+    except OSError as exc:
+        raise ValueError(f"cannot read weights file {os_error_line(exc, path)}") from None
     if head.startswith(b"PK\x03\x04"):
         _check_pytorch_zip(path)
         return "pytorch"

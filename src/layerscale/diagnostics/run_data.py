@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..paths import describe_non_file
 from .alerts import WARNING_SPLIT
 from .monitor import RECORD_SPLIT
 from .records import restore_numbers
@@ -138,6 +139,9 @@ def read_run(run_dir: str | Path, name: str | None = None) -> RunData:
     when missing; a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
     path = Path(run_dir)
     if not path.is_dir():
+        kind = describe_non_file(path) or ("a file" if path.exists() else None)
+        if kind is not None:
+            raise ValueError(f"{path}: is {kind}; expected a run directory (written by layerscale train)")
         raise FileNotFoundError(f"{path}: run directory not found")
     for required in (CONFIG_FILE, METRICS_FILE):
         if not (path / required).is_file():

@@ -34,6 +34,7 @@ import torch
 from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
 from ..messages import shown_value
+from ..paths import describe_non_file
 from .auto_policy import choose_compile
 from .budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
@@ -91,7 +92,8 @@ def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path | None]:
     ``checkpoint_dir`` ``None``: the run starts again from step 0 in its own directory, with its own config."""
     path = Path(resume)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{path}: is a file; --resume takes a run directory or one of its checkpoint directories")
+        raise ValueError(f"{path}: is {describe_non_file(path) or 'a file'}; --resume takes a run directory or one "
+                         "of its checkpoint directories")
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: run directory to resume not found")
     if (path / MODEL_FILE).is_file() and path.parent.name == CHECKPOINT_DIR:
