@@ -128,3 +128,4 @@ def test_a_concurrent_rerun_is_refused_by_the_lock_and_changes_nothing(tmp_path)
         assert first.poll() is None  # the first study trains on, undisturbed
     finally:
         _kill_everything(first, run_dir)
+
