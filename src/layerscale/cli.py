@@ -48,8 +48,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
-    extra, and any other ``OSError``: a path the system refuses) print one line ``layerscale: error: ...`` (escaped and capped by :func:`~layerscale.messages.one_line`,
-    so no name from a file can forge a second line) and exit with status 2; other exceptions propagate."""
+    extra, and any other ``OSError``: a path the system refuses) print one line ``layerscale: error: ...``
+    (escaped and capped by :func:`~layerscale.messages.one_line`, so no name from a file can forge a second line)
+    and exit with status 2; other exceptions propagate."""
     from .messages import one_line
 
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -40,7 +40,8 @@ def _refused(capsys, argv, command, *needles):
         "report", "study"])
 def test_a_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys, argv):
     (tmp_path / "in.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
-    (tmp_path / "c.json").write_text('{"model": {"name": "vit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 2}}')
+    (tmp_path / "c.json").write_text('{"model": {"name": "vit", "embed_dim": 16, "depth": 1, "num_heads": 2, '
+                                     '"patch_size": 2}}')
     before = _files(tmp_path)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     err = _refused(capsys, argv, argv[0], "File name too long", "the file system allows at most 255")

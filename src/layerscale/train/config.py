@@ -175,8 +175,8 @@ class TrainConfig:
         check_config_tree(raw, plain=False)  # bounded depth and size, string keys: before anything reads a value
         unknown = sorted(set(raw) - set(SECTIONS))
         if unknown:
-            raise ValueError(f"unknown config key {shown_name(unknown[0])}{did_you_mean(unknown[0], SECTIONS)}; allowed: "
-                             f"{', '.join(SECTIONS)}")
+            raise ValueError(f"unknown config key {shown_name(unknown[0])}{did_you_mean(unknown[0], SECTIONS)}; "
+                             f"allowed: {', '.join(SECTIONS)}")
         for name in SECTIONS:
             if raw.get(name) is not None and not isinstance(raw[name], dict):
                 raise ValueError(f"config key {name}: expected a mapping, got {shown_value(raw[name])}")
@@ -219,7 +219,8 @@ def _section(cls: type, section: str, raw: dict[str, Any]) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise ValueError(f"unknown config key {section}.{shown_name(unknown[0])}{did_you_mean(unknown[0], fields)}; allowed in "
+        raise ValueError(f"unknown config key {section}.{shown_name(unknown[0])}"
+                         f"{did_you_mean(unknown[0], fields)}; allowed in "
                          f"{section}: {', '.join(sorted(fields))}")
     hints = typing.get_type_hints(cls)
     values = {}
@@ -237,13 +238,15 @@ def _model_section(raw: dict[str, Any]) -> ModelConfig:
 
     name = raw.get("name", ModelConfig.name)
     if not isinstance(name, str) or name not in list_models():
-        raise ValueError(f"config key model.name: unknown model {shown_value(name)}{did_you_mean(name, list_models())}; "
+        raise ValueError(f"config key model.name: unknown model {shown_value(name)}"
+                         f"{did_you_mean(name, list_models())}; "
                          f"allowed: {', '.join(list_models())}")
     defaults = model_defaults(name)
     options = {k: v for k, v in raw.items() if k != "name"}
     for key, value in options.items():
         if key not in defaults:
-            raise ValueError(f"unknown config key model.{shown_name(key)} for model {name!r}{did_you_mean(key, defaults)}; "
+            raise ValueError(f"unknown config key model.{shown_name(key)} for model {name!r}"
+                             f"{did_you_mean(key, defaults)}; "
                              f"allowed: name, {', '.join(sorted(defaults))}")
         default = defaults[key]
         if default is not None:  # the default's type is the declared type; None-defaults are checked by the model

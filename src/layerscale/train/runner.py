@@ -237,8 +237,8 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
             weights, train_state = load_checkpoint(checkpoint)
             check_same_architecture(checkpoint, weights, model.state_dict())
             if train_state.get("model") != cfg.model.name:
-                raise ValueError(f"{checkpoint}: checkpoint of model {shown_value(train_state.get('model'))}, the config "
-                                 f"builds {cfg.model.name!r}")
+                raise ValueError(f"{checkpoint}: checkpoint of model {shown_value(train_state.get('model'))}, the "
+                                 f"config builds {cfg.model.name!r}")
             saved = (weights, train_state)
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         # Imported here: diagnostics builds on the trainer's callback API (no import cycle at module load).
