@@ -25,6 +25,8 @@ from typing import Any, Mapping
 import torch
 
 from .atomic_io import atomic_path
+from .messages import shown_names, shown_value
+from .paths import describe_non_file, os_error_line
 
 __all__ = [
     "STATE_DICT_CONTAINERS",
@@ -69,16 +71,21 @@ def _require_safetensors():
 def sniff_weights_format(path: str | os.PathLike) -> str:
     """``"safetensors"`` or ``"pytorch"`` from the first bytes of ``path``.
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an empty, truncated or foreign file.
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an empty, truncated or foreign file, and
+    for a path that is not a regular file (a directory, a FIFO, a device, a /proc file) or cannot be read.
     """
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a directory, expected a weights file (safetensors or PyTorch)")
+    kind = describe_non_file(path)  # a FIFO would block, /proc/self/mem fails with EIO: name them instead
+    if kind is not None:
+        raise ValueError(f"{path} is {kind}, expected a weights file (safetensors or PyTorch)")
     if not path.is_file():
         raise FileNotFoundError(f"no such weights file: {path}")
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        head = fh.read(9)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(9)
+    except OSError as exc:
+        raise ValueError(f"cannot read weights file {os_error_line(exc, path)}") from None
     if head.startswith(b"PK\x03\x04"):
         _check_pytorch_zip(path)
         return "pytorch"
@@ -186,15 +193,15 @@ def unwrap_state_dict(obj: Any, source: str = "checkpoint") -> tuple[dict[str, t
     if not obj:
         raise ValueError(f"{source} holds an empty dict, expected a state dict of tensors")
     non_tensor = [k for k, v in obj.items() if not isinstance(v, torch.Tensor)][:8]
-    raise ValueError(f"{source} is not a state dict: top-level keys {sorted(map(str, obj))[:12]} include "
-                     f"non-tensors {non_tensor}; expected tensors, or tensors under one of "
+    raise ValueError(f"{source} is not a state dict: top-level keys {shown_names(obj, 12)} include "
+                     f"non-tensors {shown_names(non_tensor)}; expected tensors, or tensors under one of "
                      f"{list(STATE_DICT_CONTAINERS)}")
 
 
 def _check_names(tensors: dict, source: str) -> dict[str, torch.Tensor]:
     bad = [k for k in tensors if not isinstance(k, str)]
     if bad:
-        raise ValueError(f"{source} has non-string state-dict keys {bad[:8]}")
+        raise ValueError(f"{source} has non-string state-dict keys {shown_names(map(repr, bad), 8)}")
     return tensors
 
 
@@ -251,7 +258,7 @@ def _independent_tensors(state_dict: Mapping[str, torch.Tensor]) -> dict[str, to
     seen: set[tuple[str, int]] = set()
     for name, tensor in state_dict.items():
         if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
-            raise ValueError(f"state_dict must map str to Tensor, got {name!r}: {type(tensor).__name__}")
+            raise ValueError(f"state_dict must map str to Tensor, got {shown_value(name)}: {type(tensor).__name__}")
         t = tensor.detach()
         storage = (str(t.device), t.untyped_storage().data_ptr())
         if storage in seen or not t.is_contiguous() or t.storage_offset() != 0:

@@ -52,8 +52,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point. An unknown sub-command is one line with the closest command names (``layerscale trian`` →
-    "did you mean train?") and exit status 2. Expected user errors (``ValueError``, ``FileNotFoundError``, ``ImportError`` for a missing
-    extra) print one line ``layerscale: error: ...`` and exit with status 2; other exceptions propagate."""
+    "did you mean train?") and exit status 2. Expected user errors (``ValueError``, ``FileNotFoundError``,
+    ``ImportError`` for a missing extra, and any other ``OSError``: a path the system refuses) print one line
+    ``layerscale: error: ...`` (escaped and capped by :func:`~layerscale.messages.one_line`, so no name from a file
+    can forge a second line) and exit with status 2; other exceptions propagate."""
+    from .messages import one_line
+
     argv = sys.argv[1:] if argv is None else list(argv)
     command = chosen_command(argv)
     named = next((arg for arg in argv if not arg.startswith("-")), None)
@@ -66,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
-        print(f"layerscale {args.command}: error: {exc}", file=sys.stderr)
+        print(f"layerscale {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path the system refuses (too long a name, EIO on a pseudo file, no permission)
+        from .paths import os_error_line
+
+        print(f"layerscale {args.command}: error: {one_line(os_error_line(exc))}", file=sys.stderr)
         return 2
 
 

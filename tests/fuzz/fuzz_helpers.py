@@ -116,3 +116,60 @@ def payload_pickle(marker: Path, how: str, protocol: int, nested: bool) -> bytes
     if nested:
         obj = {"model": {"w": torch.zeros(2), "x": obj}}
     return pickle.dumps(obj, protocol=protocol)
+
+
+# ---- hostile text: names and values from a file -----------------------------------------------------------------
+def assert_safe_message(exc: BaseException, limit: int = 4000) -> None:
+    """An error message fit for one terminal line: no control or other non-printable character (a newline would
+    forge a line, an ESC would drive the terminal) and bounded, whatever the input held."""
+    message = str(exc)
+    assert message, f"empty {type(exc).__name__}"
+    assert message.isprintable(), f"non-printable character in {message[:300]!r}"
+    assert len(message) <= limit, f"{len(message)}-character message: {message[:300]!r}"
+
+
+#: Names as a crafted file may hold them: control characters, ANSI escapes, line separators, any code point, and
+#: names of up to 200,000 characters.
+hostile_names = st.one_of(
+    st.text(min_size=1, max_size=40),
+    st.lists(st.sampled_from(["\n", "\r", "\x1b", "[31m", "\u2028", "\x00", "a", ".", "gamma", "blocks.0."]),
+             min_size=1, max_size=12).map("".join),
+    st.builds(lambda base, n, tail: base + "x" * n + tail, st.sampled_from(["blocks.0.", "", "\x1b[2J"]),
+              st.integers(100, 200_000), st.sampled_from(["", ".gamma", ".weight", "\n"])),
+)
+
+# ---- training-state fields ----------------------------------------------------------------------------------------
+#: Field paths of ``train_state.pt`` (``.`` descends into a mapping) that a resumed run reads.
+TRAIN_STATE_FIELDS = ["step", "epoch", "batch_in_epoch", "elapsed", "world_size", "total_steps", "model",
+                      "model_args", "last_eval", "test_eval", "callbacks", "early_stopping", "early_stopping.best",
+                      "early_stopping.best_step", "early_stopping.stopped_step",
+                      "early_stopping.evals_without_improvement", "optimizer", "optimizer.state",
+                      "optimizer.param_groups", "scheduler", "scheduler.last_epoch", "rng", "rng.0", "rng.0.cpu",
+                      "rng.0.cuda"]
+
+#: Values a crafted field may hold: anything ``torch.load(weights_only=True)`` can give back.
+field_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.sampled_from([0, 1, 43, 44, 45, 10**6, -1]),
+    st.floats(), st.text(max_size=20), hostile_names,
+    st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.one_of(st.text(max_size=5), st.integers()),
+                                                             st.integers(), max_size=3),
+    st.builds(lambda n, dtype: torch.zeros(n, dtype=dtype), st.integers(0, 8),
+              st.sampled_from([torch.uint8, torch.float32, torch.int64])),
+)
+
+# ---- config trees -------------------------------------------------------------------------------------------------
+config_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
+                           st.integers(10**300, 10**400), st.floats(), st.text(max_size=12), hostile_names)
+config_keys = st.one_of(st.sampled_from(["model", "data", "optim", "run", "diagnostics", "name", "lr", "depth",
+                                         "embed_dim", "mlp_ratio", "batch_size", "seed", "epochs"]),
+                        st.text(max_size=8), st.integers(-3, 3), hostile_names)
+config_trees = st.recursive(config_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(config_keys, inner, max_size=4)), max_leaves=30)
+
+
+def nested(levels: int, leaf=1):
+    """``[[...[leaf]...]]`` ``levels`` deep, built without recursion."""
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value

@@ -106,7 +106,7 @@ def test_truncated_pytorch_file(tmp_path, tensors):
 @pytest.mark.parametrize("obj, message", [
     (torch.ones(3), r"holds a Tensor, expected a dict of tensors"),
     ({}, r"holds an empty dict"),
-    ({"epoch": 3, "model": {"w": 1}}, r"is not a state dict: .*non-tensors \['epoch', 'model'\]"),
+    ({"epoch": 3, "model": {"w": 1}}, r"is not a state dict: .*non-tensors \[epoch, model\]"),
 ])
 def test_files_without_a_state_dict(tmp_path, obj, message):
     path = tmp_path / "x.pt"

@@ -107,12 +107,17 @@ def _weights_of_another_architecture(run_dir):
     save_safetensors_atomic(other.state_dict(), _checkpoint(run_dir) / "model.safetensors")
 
 
+def _float8_weight(run_dir):
+    from safetensors.torch import load_file, save_file
+
+    path = _checkpoint(run_dir) / "model.safetensors"
+    weights = load_file(str(path))
+    weights["head.weight"] = weights["head.weight"].to(torch.float8_e4m3fn)
+    save_file(weights, str(path))
+
+
 def _torch_pickle_as_weights(run_dir):
     torch.save({"w": torch.zeros(2)}, _checkpoint(run_dir) / "model.safetensors")
-
-
-def _no_checkpoints(run_dir):
-    shutil.rmtree(run_dir / "checkpoints")
 
 
 RESUME_ERRORS = [
@@ -125,12 +130,14 @@ RESUME_ERRORS = [
     ("foreign state", _foreign_state, [], ValueError,
      r"train_state\.pt: not a training state written by layerscale train"),
     ("weights of another architecture", _weights_of_another_architecture, [], ValueError,
-     r"checkpoint of another architecture than the configured model: unexpected \['blocks\.2\."),
+     r"checkpoint of another architecture than the configured model: unexpected \[blocks\.2\."),
+    ("float8 weight", _float8_weight, [], ValueError,
+     r"checkpoint of another architecture than the configured model: dtype \(checkpoint vs model\) "
+     r"\[head\.weight torch\.float8_e4m3fn vs torch\.float32\]"),
     ("pytorch file named safetensors", _torch_pickle_as_weights, [], ValueError,
      r"model\.safetensors: expected a safetensors file, found a pytorch file"),
     ("config changed to another architecture", lambda run_dir: None, ["model.depth=4"], ValueError,
-     r"checkpoint of another architecture than the configured model: missing \['blocks\.2\."),
-    ("no checkpoint", _no_checkpoints, [], FileNotFoundError, r"checkpoints: no checkpoint to resume from"),
+     r"checkpoint of another architecture than the configured model: missing \[blocks\.2\."),
     ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError, r"unknown config key run\.sed \(did you mean seed\?\)"),
 ]
 

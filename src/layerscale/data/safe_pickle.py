@@ -12,6 +12,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from ..messages import shown_name
+
 # (module, name) pairs a CIFAR pickle may reference. numpy 2 renamed numpy.core to numpy._core, and
 # files written by either numpy (the real CIFAR files come from Python 2's numpy) must load.
 ALLOWED_GLOBALS = frozenset(
@@ -22,6 +24,10 @@ ALLOWED_GLOBALS = frozenset(
         ("numpy", "dtype"),
     }
 )
+
+
+#: Bytes one array of a CIFAR pickle may take (the largest real one, CIFAR-100's train batch, has 150 MB).
+MAX_ARRAY_BYTES = 1 << 30
 
 
 def _require_numpy() -> Any:
@@ -42,7 +48,25 @@ def _allowed_object(module: str, name: str) -> Any:
         multiarray = importlib.import_module("numpy._core.multiarray")
     except ImportError:  # numpy 1.x
         multiarray = importlib.import_module("numpy.core.multiarray")
-    return multiarray._reconstruct
+    reconstruct = multiarray._reconstruct
+
+    def bounded_reconstruct(subtype: Any, shape: Any, dtype: Any) -> Any:
+        # _reconstruct allocates `shape` before the data arrives (numpy pickles call it with shape (0,) and then
+        # fill the array by __setstate__), so a 100-byte file could ask for 745 GiB here.
+        try:
+            count = 1
+            for side in shape if isinstance(shape, (tuple, list)) else (shape,):
+                count *= int(side)
+            size = count * numpy.dtype(dtype).itemsize
+        except (TypeError, ValueError, OverflowError):
+            raise pickle.UnpicklingError(f"array of shape {shape!r:.80} and dtype {dtype!r:.40} cannot be built") \
+                from None
+        if size > MAX_ARRAY_BYTES:
+            raise pickle.UnpicklingError(f"an array of shape {shape!r:.80} ({size:,} bytes) is larger than any CIFAR "
+                                         f"batch ({MAX_ARRAY_BYTES:,} bytes at most)")
+        return reconstruct(subtype, shape, dtype)
+
+    return bounded_reconstruct
 
 
 class RestrictedUnpickler(pickle.Unpickler):
@@ -59,7 +83,8 @@ def safe_load_pickle(path: str | Path) -> Any:
     """Unpickle `path` with `RestrictedUnpickler` (latin1 for Python 2 strings, as numpy recommends).
 
     Raises FileNotFoundError if `path` is missing, and ValueError naming the file if it is not a
-    pickle, is truncated, or references any global outside `ALLOWED_GLOBALS`.
+    pickle, is truncated, references any global outside `ALLOWED_GLOBALS`, or builds an array larger than
+    `MAX_ARRAY_BYTES` (checked before it is allocated).
     """
     path = Path(path)
     if not path.is_file():
@@ -68,4 +93,7 @@ def safe_load_pickle(path: str | Path) -> Any:
         try:
             return RestrictedUnpickler(f, encoding="latin1").load()
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as err:
-            raise ValueError(f"{path}: unreadable or unsafe pickle: {err}") from err
+            raise ValueError(f"{path}: unreadable or unsafe pickle: {shown_name(err, 300)}") from None
+        except MemoryError as err:  # any other route to a huge allocation (a declared length, numpy's setstate)
+            raise ValueError(f"{path}: unreadable pickle: it asks for more memory than this machine has "
+                             f"({shown_name(err, 200)})") from None

@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["json_safe", "restore_numbers", "tensorboard_scalars", "compact_record", "COMPACT_DIGITS", "EXACT_FIELDS"]
+from ..messages import shown_value
+
+__all__ = ["diagnostics_record_problem", "json_safe", "restore_numbers", "tensorboard_scalars", "compact_record",
+           "COMPACT_DIGITS", "EXACT_FIELDS"]
 
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
@@ -80,3 +83,22 @@ def tensorboard_scalars(record: dict) -> dict[str, float]:
                 if isinstance(stats.get(field), (int, float)):
                     out[f"{group}_{branch}/{name}"] = float(stats[field])
     return out
+
+
+def diagnostics_record_problem(record: dict, blocks: int | None = None) -> str | None:
+    """What makes ``record`` not a diagnostics record as :class:`~layerscale.diagnostics.monitor` writes it, or
+    ``None``: ``blocks`` must be a non-empty list (of ``blocks`` entries, when given: one per monitored block, the
+    same in every record of a run) of mappings with a string ``name`` and, per branch (``attn``, ``mlp``), a
+    mapping or null. Numbers that are not numbers are shown as gaps by the report; a wrong shape cannot be."""
+    entries = record.get("blocks")
+    if not isinstance(entries, list) or not entries:
+        return f"'blocks' is {shown_value(entries)}, expected a non-empty list of per-block objects"
+    for i, block in enumerate(entries):
+        if not isinstance(block, dict) or not isinstance(block.get("name"), str):
+            return f"blocks[{i}] is {shown_value(block)}, expected an object with a block 'name'"
+        for branch in ("attn", "mlp"):
+            if not isinstance(block.get(branch), (dict, type(None))):
+                return f"blocks[{i}].{branch} is {shown_value(block[branch])}, expected an object or null"
+    if blocks is not None and len(entries) != blocks:
+        return f"'blocks' has {len(entries)} entries, the run's first diagnostics record has {blocks}"
+    return None

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..messages import shown_name
+from ..paths import describe_non_file
 from .alerts import WARNING_SPLIT
 from .monitor import RECORD_SPLIT
-from .records import restore_numbers
+from .records import diagnostics_record_problem, restore_numbers
 
 __all__ = ["RunData", "read_run", "CONFIG_FILE", "METRICS_FILE", "SUMMARY_FILE"]
 
@@ -49,14 +51,20 @@ class RunData:
     @classmethod
     def from_records(cls, name: str, records: Sequence[dict], config: dict[str, Any] | None = None,
                      complete: bool = True) -> RunData:
-        """Split ``records`` (``metrics.jsonl`` lines as dicts) by their ``split``."""
+        """Split ``records`` (``metrics.jsonl`` lines as dicts) by their ``split``; a one-line ``ValueError`` for a
+        diagnostics record of the wrong shape (:func:`~layerscale.diagnostics.records.diagnostics_record_problem`)."""
         run = cls(name=name, config=dict(config or {}), complete=complete)
         buckets = {"train": run.train, "eval": run.eval, RECORD_SPLIT: run.diagnostics, WARNING_SPLIT: run.warnings}
         for record in records:
             bucket = buckets.get(record.get("split"))
             if bucket is not None and isinstance(record.get("step"), int):
                 bucket.append(restore_numbers(record))
-        run.diagnostics = [r for r in run.diagnostics if isinstance(r.get("blocks"), list) and r["blocks"]]
+        run.diagnostics = [r for r in run.diagnostics if r.get("blocks") != []]  # nothing monitored that step
+        for record in run.diagnostics:  # the report indexes them by block: a wrong shape is refused, not plotted
+            problem = diagnostics_record_problem(record, len(run.diagnostics[0].get("blocks") or ()) or None)
+            if problem is not None:
+                raise ValueError(f"{shown_name(name)}: the diagnostics record of step {record['step']} is malformed: "
+                                 f"{problem}")
         return run
 
     @property
@@ -138,6 +146,9 @@ def read_run(run_dir: str | Path, name: str | None = None) -> RunData:
     when missing; a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
     path = Path(run_dir)
     if not path.is_dir():
+        kind = describe_non_file(path) or ("a file" if path.exists() else None)
+        if kind is not None:
+            raise ValueError(f"{path}: is {kind}; expected a run directory (written by layerscale train)")
         raise FileNotFoundError(f"{path}: run directory not found")
     for required in (CONFIG_FILE, METRICS_FILE):
         if not (path / required).is_file():

@@ -19,6 +19,8 @@ from typing import Callable
 
 import torch
 
+from ..messages import shown_name, shown_names
+
 __all__ = ["Rule", "Dropped", "KeyFormat", "ConversionReport", "format_keys", "unchanged"]
 
 _PLACEHOLDERS = {"i": r"(?P<i>\d+)", "p": r"(?P<p>weight|bias)"}
@@ -38,10 +40,9 @@ def _compile(pattern: str) -> re.Pattern:
 
 
 def format_keys(keys, limit: int = 10) -> str:
-    """``[a, b, c] (+N more)``: a short list of keys for a one-line error message."""
-    keys = sorted(keys)
-    shown = ", ".join(keys[:limit])
-    return f"[{shown}]" + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "")
+    """``[a, b, c] (+N more)``: a short list of keys for a one-line error message, each escaped and capped
+    (:func:`~layerscale.messages.shown_names`: a key from a file cannot forge a line or flood the terminal)."""
+    return shown_names(keys, limit)
 
 
 @dataclass(frozen=True)
@@ -133,9 +134,9 @@ class ConversionReport:
         for label, n in sorted(self.counts.items(), key=lambda kv: (kv[0] == "unchanged names", kv[0])):
             out.append(f"  {label:<{width}}  {n:6d}")
         for key, reason in self.dropped:
-            out.append(f"  dropped {key}: {reason}")
+            out.append(f"  dropped {shown_name(key)}: {reason}")
         for key, reason in self.added:
-            out.append(f"  added {key}: {reason}")
+            out.append(f"  added {shown_name(key)}: {reason}")
         if self.unchecked:
             out.append(f"  not checked (keys cannot show them; pass the source model or its config): "
                        f"{', '.join(self.unchecked)}")
@@ -223,7 +224,8 @@ class KeyFormat:
     @staticmethod
     def _put(out: StateDict, key: str, tensor: torch.Tensor, source: str) -> None:
         if key in out:
-            raise ValueError(f"two source keys map to {key} (the second from {source}); the checkpoint mixes "
+            raise ValueError(f"two source keys map to {shown_name(key)} (the second from {shown_name(source)}); the "
+                             "checkpoint mixes "
                              f"naming conventions")
         out[key] = tensor
 
@@ -249,8 +251,8 @@ class KeyFormat:
                 self._put(out, names[0], tensor, key)
             else:
                 if tensor.shape[0] % len(names):
-                    raise ValueError(f"cannot split {key} of shape {tuple(tensor.shape)} into {len(names)} equal "
-                                     f"parts for {self.name}")
+                    raise ValueError(f"cannot split {shown_name(key)} of shape {tuple(tensor.shape)} into "
+                                     f"{len(names)} equal parts for {self.name}")
                 for name, part in zip(names, tensor.chunk(len(names), dim=0), strict=True):
                     self._put(out, name, part, key)
             report.count(rule.label(export=True), len(names))

@@ -34,6 +34,16 @@ def _proj_bias(method: ResidualMethod, ctx: BlockContext) -> bool | None:
     return True if method.head_scale_keeps_proj_bias and method.head_scale_init(ctx) is not None else None
 
 
+
+def mlp_hidden(dim: int, mlp_ratio: float) -> int:
+    """The MLP's hidden width ``int(dim * mlp_ratio)``; a one-line ``ValueError`` unless ``mlp_ratio`` is a finite
+    number > 0 giving at least one hidden unit."""
+    ok = isinstance(mlp_ratio, (int, float)) and not isinstance(mlp_ratio, bool) and 0 < mlp_ratio < float("inf")
+    if not ok or int(dim * mlp_ratio) < 1:
+        raise ValueError(f"mlp_ratio must be a number > 0 with int(embed_dim * mlp_ratio) >= 1, got {mlp_ratio!r} "
+                         f"(embed_dim {dim})")
+    return int(dim * mlp_ratio)
+
 class _ResidualBranches(nn.Module):
     """Builds and applies the per-branch residual slots (``norm{i}``, ``out_norm{i}``, ``ls{i}``, ``post_norm{i}``,
     ``skip{i}``, ``stream_mix{i}``)."""
@@ -122,7 +132,7 @@ class Block(_ResidualBranches):
         self.attn = ATTENTION_TYPES[attn_type](dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop,
                                                proj_drop=drop, head_scale_init=method.head_scale_init(ctx),
                                                proj_bias=_proj_bias(method, ctx), **extra)
-        hidden = int(dim * mlp_ratio)
+        hidden = mlp_hidden(dim, mlp_ratio)
         self.mlp = Mlp(dim, hidden, drop=drop, mid_norm=method.mid_norm(ctx, hidden))
         self._build_slots(method, ctx, drop_path)
         method.configure(self, ctx)
@@ -152,7 +162,7 @@ class ClassAttentionBlock(_ResidualBranches):
                            init_value, ls_placement, depth_known=depth is not None)
         self.attn = ClassAttention(dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop,
                                    head_scale_init=method.head_scale_init(ctx), proj_bias=_proj_bias(method, ctx))
-        hidden = int(dim * mlp_ratio)
+        hidden = mlp_hidden(dim, mlp_ratio)
         self.mlp = Mlp(dim, hidden, drop=drop, mid_norm=method.mid_norm(ctx, hidden))
         self._build_slots(method, ctx, drop_path)
         method.configure(self, ctx)

@@ -143,8 +143,8 @@ def build_spec(args: argparse.Namespace):
     if args.lr is not None:
         shortcuts.append(f"optim.lr={args.lr}")
     base = apply_overrides(preset.spec.base, shortcuts + list(args.overrides))
-    if args.seeds is not None and args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.seeds is not None and not 1 <= args.seeds <= 1000:  # each seed is a run per cell: 10**11 never fits
+        raise ValueError(f"--seeds must be in 1..1000 (seeds 0 .. N-1 of every cell), got {args.seeds}")
     changes = {"base": base}
     for option, key in (("methods", "methods"), ("depths", "depths"), ("lrs", "lrs")):
         if getattr(args, option) is not None:

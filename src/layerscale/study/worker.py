@@ -12,7 +12,9 @@ send the worker SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``) and t
 the ``layerscale study`` process that started it: a parent that died *before* the ``prctl`` is caught by that check
 (the worker has been re-parented), one that dies after it by the signal. On systems without ``prctl`` the worker
 also polls its parent at every step. A killed study therefore leaves no worker training, and a rerun never trains
-the same run twice at once.
+the same run twice at once. Whatever the engine, the worker also holds its run directory's lock
+(:mod:`layerscale.train.run_lock`) from before it clears a directory that never reached a checkpoint to its end, so
+a second worker for the same run — a rerun while an orphan of a killed study still trains — is refused, not run.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -55,24 +56,35 @@ def read_status(run_dir: Path) -> dict | None:
 def main(argv: list[str]) -> int:
     import torch
 
-    from ..train.callbacks import Callback
-    from ..train.checkpoint import latest_checkpoint
-    from ..train.nonfinite import NonFiniteError
-    from ..train.runner import SUMMARY_FILE, run
+    from ..train.run_lock import hold_run_dir
 
     parent, run_dir, config_path, threads = int(argv[0]), Path(argv[1]), Path(argv[2]), int(argv[3])
     torch.set_num_threads(threads)
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if os.environ.get("RANK", "0") != "0":  # another process of a torchrun run: rank 0 holds the run directory
+        return _train(run_dir, config, parent)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise NotADirectoryError(f"{run_dir}: exists and is not a run directory")
+    with hold_run_dir(run_dir):  # a run directory another live worker trains is refused (RunDirectoryInUse)
+        return _train(run_dir, config, parent)
+
+
+def _train(run_dir: Path, config: dict, parent: int) -> int:
+    from ..train.callbacks import Callback
+    from ..train.checkpoint import latest_checkpoint
+    from ..train.nonfinite import NonFiniteError
+    from ..train.run_lock import clear_run_dir
+    from ..train.runner import SUMMARY_FILE, run
 
     class StopWithParent(Callback):
         def on_step_end(self, trainer, step):
             if os.getppid() != parent:
                 raise SystemExit(f"study process {parent} is gone; stopping {run_dir.name} at step {step}")
 
-    config = json.loads(config_path.read_text(encoding="utf-8"))
     stop_at = int(config.get("run", {}).get("stop_at_step", 0))
     resume = run_dir.is_dir() and latest_checkpoint(run_dir) is not None
-    if run_dir.exists() and not resume:
-        shutil.rmtree(run_dir)  # a start that never reached its first checkpoint: nothing worth keeping
+    if run_dir.exists() and not resume and os.environ.get("RANK", "0") == "0":
+        clear_run_dir(run_dir)  # a start that never reached its first checkpoint: nothing worth keeping
     (run_dir / STATUS_FILE).unlink(missing_ok=True)  # a paused run being continued is no longer done
     try:
         if resume:

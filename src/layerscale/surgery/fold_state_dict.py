@@ -15,6 +15,7 @@ from typing import Mapping
 import torch
 
 from ..interop.rules import format_keys
+from ..messages import shown_name
 
 __all__ = ["fold_state_dict", "folded_target"]
 
@@ -22,10 +23,32 @@ _LS = re.compile(r"(?P<block>.+)\.ls(?P<n>[12])\.gamma")
 _HEAD = re.compile(r"(?P<block>.+)\.attn\.head_scale\.gamma")
 
 
-def _linear(state_dict: dict, prefix: str, scale_key: str) -> torch.Tensor:
+#: Weight dtypes a scale folds into exactly as ``W ← diag(γ) W`` (torch multiplies them; an integer weight would
+#: cast γ to an integer, 0.1 → 0, and float8 has no arithmetic).
+_FOLDABLE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _linear(state_dict: dict, prefix: str, scale_key: str, gamma: torch.Tensor) -> torch.Tensor:
+    """The 2-D floating-point weight ``{prefix}.weight`` that ``gamma`` (floating point, not empty) folds into;
+    a one-line ``ValueError`` otherwise."""
+    key = shown_name(scale_key)
+    if not gamma.is_floating_point() or gamma.dtype not in _FOLDABLE:
+        raise ValueError(f"cannot fold {key}: its dtype is {gamma.dtype}, expected one of "
+                         f"{', '.join(str(d) for d in _FOLDABLE)}")
+    if gamma.numel() == 0:
+        raise ValueError(f"cannot fold {key}: it holds no values (shape {tuple(gamma.shape)})")
     weight = state_dict.get(f"{prefix}.weight")
     if weight is None or weight.dim() != 2:
-        raise ValueError(f"cannot fold {scale_key}: no 2-D weight {prefix}.weight to fold it into")
+        raise ValueError(f"cannot fold {key}: no 2-D weight {shown_name(prefix)}.weight to fold it into")
+    if weight.dtype not in _FOLDABLE:
+        raise ValueError(f"cannot fold {key} into {shown_name(prefix)}.weight of dtype {weight.dtype}: folding "
+                         f"multiplies the weight by the scale, which needs one of "
+                         f"{', '.join(str(d) for d in _FOLDABLE)} (convert the checkpoint's weights first)")
+    bias = state_dict.get(f"{prefix}.bias")
+    if bias is not None and (bias.shape != (weight.shape[0],) or bias.dtype not in _FOLDABLE):
+        raise ValueError(f"cannot fold {key}: {shown_name(prefix)}.bias has shape {tuple(bias.shape)} and dtype "
+                         f"{bias.dtype}, expected ({weight.shape[0]},) (one value per row of the weight) and a "
+                         "floating-point dtype")
     return weight
 
 
@@ -51,8 +74,9 @@ def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, t
     ``counts`` maps each rule (``"ls1.gamma -> attn.proj"`` ...) to the number of scales folded. Raises
     ``ValueError`` naming the key when a scale cannot be folded exactly (an ``out_norm{n}`` between the linear and
     the scale, a missing linear, a shape that does not fit) or when other scale-like keys remain
-    (``gamma_1`` / ``lambda1``: convert to our keys first), and when there is nothing to fold. Inputs are not
-    modified.
+    (``gamma_1`` / ``lambda1``: convert to our keys first), when a scale, weight or bias is not floating point
+    (``float16``, ``bfloat16``, ``float32``, ``float64``: an integer weight would round γ to an integer, float8 has
+    no arithmetic), and when there is nothing to fold. Inputs are not modified.
     """
     out = dict(state_dict)
     counts: dict[str, int] = {}
@@ -62,10 +86,10 @@ def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, t
     for key in [k for k in out if _HEAD.fullmatch(k)]:
         block = _HEAD.fullmatch(key)["block"]
         gamma = out.pop(key).reshape(-1)
-        weight = _linear(out, f"{block}.attn.proj", key)
+        weight = _linear(out, f"{block}.attn.proj", key, gamma)
         if weight.shape[1] % gamma.numel():
-            raise ValueError(f"cannot fold {key}: {gamma.numel()} heads do not divide {weight.shape[1]} columns "
-                             f"of {block}.attn.proj.weight")
+            raise ValueError(f"cannot fold {shown_name(key)}: {gamma.numel()} heads do not divide {weight.shape[1]} "
+                             f"columns of {shown_name(block)}.attn.proj.weight")
         heads = gamma.numel()
         out[f"{block}.attn.proj.weight"] = (weight.view(weight.shape[0], heads, -1)
                                             * gamma.to(weight.dtype).view(1, heads, 1)).reshape(weight.shape)
@@ -76,14 +100,14 @@ def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, t
         block, n = m["block"], m["n"]
         norm_keys = [k for k in out if k.startswith(f"{block}.out_norm{n}.")]
         if norm_keys:
-            raise ValueError(f"cannot fold {key}: {block}.out_norm{n} sits between the branch's linear layer and "
-                             f"the scale, so folding would be inexact")
+            raise ValueError(f"cannot fold {shown_name(key)}: {shown_name(block)}.out_norm{n} sits between the "
+                             "branch's linear layer and the scale, so folding would be inexact")
         target = f"{block}.attn.proj" if n == "1" else f"{block}.mlp.fc2"
         gamma = out.pop(key).reshape(-1)
-        weight = _linear(out, target, key)
+        weight = _linear(out, target, key, gamma)
         if gamma.numel() not in (1, weight.shape[0]):
-            raise ValueError(f"cannot fold {key} of {gamma.numel()} values into {target}.weight with "
-                             f"{weight.shape[0]} rows")
+            raise ValueError(f"cannot fold {shown_name(key)} of {gamma.numel()} values into "
+                             f"{shown_name(target)}.weight with {weight.shape[0]} rows")
         g = gamma.to(weight.dtype)
         out[f"{target}.weight"] = weight * g.unsqueeze(1)
         if f"{target}.bias" in out:

@@ -24,6 +24,8 @@ import torch
 
 from ..atomic_io import atomic_path
 from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
+from ..messages import shown_name
+from .train_state import check_train_state
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -46,6 +48,7 @@ STATE_FORMAT = "layerscale.train_state"
 STATE_VERSION = 1
 _NAME_RE = re.compile(r"^step_(\d+)$")
 _TMP_PREFIX = ".tmp-"
+_CASTABLE_FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
 
 
 def checkpoint_name(step: int) -> str:
@@ -69,7 +72,11 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
 def first_nonfinite_tensor(tensors: Mapping[str, torch.Tensor]) -> str | None:
     """Name of the first floating-point tensor holding a NaN or an infinity, or ``None``."""
     for name, tensor in tensors.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        if not tensor.is_floating_point():
+            continue
+        if tensor.dtype.itemsize == 1:  # float8: no isfinite kernel; its values are exact in float32
+            tensor = tensor.float()
+        if not bool(torch.isfinite(tensor).all()):
             return name
     return None
 
@@ -140,7 +147,8 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
     """``(model_state, train_state)`` of a checkpoint directory, read safely.
 
     Raises ``FileNotFoundError`` for a missing directory or file and a one-line ``ValueError`` for a truncated,
-    corrupt or foreign file (anything not written by :func:`save_checkpoint`).
+    corrupt or foreign file (anything not written by :func:`save_checkpoint`), or a training state with a field
+    of the wrong type or range (:func:`~layerscale.train.train_state.check_train_state`).
     """
     path = Path(path)
     if not path.is_dir():
@@ -172,23 +180,28 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
     if state.get("version") != STATE_VERSION:
         raise ValueError(f"{state_path}: training-state version {state.get('version')!r}, this version of "
                          f"layerscale reads version {STATE_VERSION}")
+    check_train_state(str(state_path), state)
     return loaded.tensors, state
 
 
 def check_same_architecture(checkpoint: Path, saved: Mapping[str, torch.Tensor],
                             expected: Mapping[str, torch.Tensor]) -> None:
-    """``ValueError`` naming the first differences if the checkpoint's weights do not fit the configured model."""
-    missing = sorted(set(expected) - set(saved))
-    unexpected = sorted(set(saved) - set(expected))
-    mismatched = [f"{k} {tuple(saved[k].shape)} vs {tuple(expected[k].shape)}"
+    """``ValueError`` naming the first differences if the checkpoint's weights do not fit the configured model: keys
+    missing or unexpected, a tensor of another shape, or of another dtype unless both are float16 / bfloat16 /
+    float32 / float64 (loading casts between those; a float8 or integer tensor where the model has a float, or the
+    reverse, is a foreign file, not weights of this model)."""
+    missing = [shown_name(k) for k in sorted(set(expected) - set(saved))]
+    unexpected = [shown_name(k) for k in sorted(set(saved) - set(expected), key=str)]
+    mismatched = [f"{shown_name(k)} {tuple(saved[k].shape)} vs {tuple(expected[k].shape)}"
                   for k in expected if k in saved and saved[k].shape != expected[k].shape]
-    if missing or unexpected or mismatched:
+    other_dtype = [f"{shown_name(k)} {saved[k].dtype} vs {expected[k].dtype}"
+                   for k in expected if k in saved and saved[k].dtype != expected[k].dtype
+                   and not {saved[k].dtype, expected[k].dtype} <= _CASTABLE_FLOATS]
+    if missing or unexpected or mismatched or other_dtype:
         parts = []
-        if missing:
-            parts.append(f"missing {missing[:3]}{' ...' if len(missing) > 3 else ''}")
-        if unexpected:
-            parts.append(f"unexpected {unexpected[:3]}{' ...' if len(unexpected) > 3 else ''}")
-        if mismatched:
-            parts.append(f"shape (checkpoint vs model) {mismatched[:3]}{' ...' if len(mismatched) > 3 else ''}")
+        for label, items in (("missing", missing), ("unexpected", unexpected), ("shape (checkpoint vs model)",
+                             mismatched), ("dtype (checkpoint vs model)", other_dtype)):
+            if items:
+                parts.append(f"{label} [{', '.join(items[:3])}]{' ...' if len(items) > 3 else ''}")
         raise ValueError(f"{checkpoint}: checkpoint of another architecture than the configured model: "
                          f"{'; '.join(parts)}")

@@ -56,7 +56,9 @@ def _report_failure(message: str, is_main: bool, status: int) -> int:
     block, so that the exception no longer holds the run's objects."""
     _release_distributed_objects()
     if is_main:
-        print(f"layerscale train: error: {message}", file=sys.stderr, flush=True)
+        from ..messages import one_line
+
+        print(f"layerscale train: error: {one_line(message)}", file=sys.stderr, flush=True)
     else:
         time.sleep(OTHER_RANKS_GRACE_S)
     return status

@@ -20,7 +20,9 @@ from types import NoneType, UnionType
 from typing import Any
 
 from ..data.registry import DATASET_NAMES
+from ..messages import shown_name, shown_value
 from ..suggest import did_you_mean
+from .config_tree import check_config_tree
 
 __all__ = [
     "SECTIONS",
@@ -177,13 +179,14 @@ class TrainConfig:
         """Validate ``raw`` (a mapping of sections) into a config; raises ``ValueError`` on the first bad key."""
         if not isinstance(raw, dict):
             raise ValueError(f"a training config must be a mapping of sections {SECTIONS}, got {type(raw).__name__}")
+        check_config_tree(raw, plain=False)  # bounded depth and size, string keys: before anything reads a value
         unknown = sorted(set(raw) - set(SECTIONS))
         if unknown:
-            raise ValueError(f"unknown config key {unknown[0]}{did_you_mean(unknown[0], SECTIONS)}; allowed: "
-                             f"{', '.join(SECTIONS)}")
+            raise ValueError(f"unknown config key {shown_name(unknown[0])}{did_you_mean(unknown[0], SECTIONS)}; "
+                             f"allowed: {', '.join(SECTIONS)}")
         for name in SECTIONS:
             if raw.get(name) is not None and not isinstance(raw[name], dict):
-                raise ValueError(f"config key {name}: expected a mapping, got {raw[name]!r}")
+                raise ValueError(f"config key {name}: expected a mapping, got {shown_value(raw[name])}")
         config = cls(
             model=_model_section(raw.get("model") or {}),
             data=_section(DataConfig, "data", raw.get("data") or {}),
@@ -223,7 +226,8 @@ def _section(cls: type, section: str, raw: dict[str, Any]) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise ValueError(f"unknown config key {section}.{unknown[0]}{did_you_mean(unknown[0], fields)}; allowed in "
+        raise ValueError(f"unknown config key {section}.{shown_name(unknown[0])}"
+                         f"{did_you_mean(unknown[0], fields)}; allowed in "
                          f"{section}: {', '.join(sorted(fields))}")
     hints = typing.get_type_hints(cls)
     values = {}
@@ -248,13 +252,15 @@ def _model_section(raw: dict[str, Any]) -> ModelConfig:
 
     name = raw.get("name", ModelConfig.name)
     if not isinstance(name, str) or name not in list_models():
-        raise ValueError(f"config key model.name: unknown model {name!r}{did_you_mean(name, list_models())}; "
+        raise ValueError(f"config key model.name: unknown model {shown_value(name)}"
+                         f"{did_you_mean(name, list_models())}; "
                          f"allowed: {', '.join(list_models())}")
     defaults = model_defaults(name)
     options = {k: v for k, v in raw.items() if k != "name"}
     for key, value in options.items():
         if key not in defaults:
-            raise ValueError(f"unknown config key model.{key} for model {name!r}{did_you_mean(key, defaults)}; "
+            raise ValueError(f"unknown config key model.{shown_name(key)} for model {name!r}"
+                             f"{did_you_mean(key, defaults)}; "
                              f"allowed: name, {', '.join(sorted(defaults))}")
         default = defaults[key]
         if default is not None:  # the default's type is the declared type; None-defaults are checked by the model
@@ -279,7 +285,8 @@ def _check_type(key: str, value: Any, tp: Any) -> Any:
                 return _check_type(key, value, arg)
             except ValueError:
                 continue
-        raise ValueError(f"config key {key}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})")
+        raise ValueError(f"config key {key}: expected {_type_name(tp)}, got {shown_value(value)} "
+                         f"({type(value).__name__})")
     if typing.get_origin(tp) is tuple:
         args = typing.get_args(tp)
         if isinstance(value, (list, tuple)) and len(value) == len(args):
@@ -288,7 +295,7 @@ def _check_type(key: str, value: Any, tp: Any) -> Any:
         if value is None:
             return None
     elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and _finite_float(value):
             return float(value)
     elif tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -298,7 +305,15 @@ def _check_type(key: str, value: Any, tp: Any) -> Any:
             return value
     else:
         return value
-    raise ValueError(f"config key {key}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})")
+    raise ValueError(f"config key {key}: expected {_type_name(tp)}, got {shown_value(value)} ({type(value).__name__})")
+
+
+def _finite_float(value: int | float) -> bool:
+    """Whether ``value`` is a finite float or an int that a float can hold (a 400-digit int cannot)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _describe_range(meta: dict[str, Any]) -> str:
@@ -315,11 +330,13 @@ def _check_allowed(key: str, value: Any, meta: dict[str, Any]) -> None:
         return
     if meta.get("choices") is not None and value not in meta["choices"]:
         hint = did_you_mean(value, [c for c in meta["choices"] if isinstance(c, str)])
-        raise ValueError(f"config key {key}: {value!r} is not allowed{hint}; allowed: {', '.join(meta['choices'])}")
+        raise ValueError(f"config key {key}: {shown_value(value)} is not allowed{hint}; allowed: "
+                         f"{', '.join(meta['choices'])}")
     if meta.get("low") is None and meta.get("high") is None:
         return
     for item in value if isinstance(value, tuple) else (value,):
         too_low = meta["low"] is not None and (item <= meta["low"] if meta["low_open"] else item < meta["low"])
         too_high = meta["high"] is not None and (item >= meta["high"] if meta["high_open"] else item > meta["high"])
         if too_low or too_high:
-            raise ValueError(f"config key {key}: {_plain(value)!r} is out of range; allowed: {_describe_range(meta)}")
+            raise ValueError(f"config key {key}: {shown_value(_plain(value))} is out of range; allowed: "
+                             f"{_describe_range(meta)}")

@@ -13,6 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..messages import shown_name
+from ..paths import describe_non_file
+from .config_tree import MAX_DEPTH, check_config_tree
+
 __all__ = ["apply_overrides", "dump_config", "load_config_file", "parse_scalar"]
 
 _EXTRA_HINT = "pip install 'torch-layerscale[train]'"
@@ -46,14 +50,16 @@ def _loader():
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping stored in a ``.yaml`` / ``.yml`` / ``.json`` file (safe loaders only: no objects, no code)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"{path}: config file not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_config_text(path)
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"{path}: nested more than {MAX_DEPTH} levels deep (not a training config)") from None
     elif path.suffix.lower() in (".yaml", ".yml"):
         yaml = _yaml()
         if yaml is None:
@@ -65,14 +71,42 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             try:
                 data = yaml.load(text, Loader=_loader())
             except yaml.YAMLError as exc:
-                raise ValueError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+                raise ValueError(f"{path}: not valid YAML ({shown_name(' '.join(str(exc).split()), 300)})") from None
+            except RecursionError:
+                raise ValueError(f"{path}: nested more than {MAX_DEPTH} levels deep (not a training config)") from None
+            except ValueError as exc:  # e.g. an integer of more than 4300 digits
+                raise ValueError(f"{path}: not a valid YAML value ({shown_name(exc, 300)})") from None
     else:
         raise ValueError(f"{path}: config files must end in .yaml, .yml or .json, got {path.suffix or 'no suffix'!r}")
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a config file must hold a mapping of sections, got {type(data).__name__}")
+    check_config_tree(data, str(path))
     return data
+
+
+#: Bytes a config file may have (a complete config with every key written out is about 3 KB).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_config_text(path: Path) -> str:
+    """The text of config file ``path``: a regular file of at most :data:`MAX_CONFIG_BYTES` bytes, UTF-8; a
+    one-line ``ValueError`` otherwise (a directory, a FIFO or a device is named as what it is, not as missing)."""
+    described = describe_non_file(path)
+    if described is not None:
+        raise ValueError(f"{path}: is {described}; a config is a .yaml, .yml or .json file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path}: more than {MAX_CONFIG_BYTES:,} bytes; a training config is a few KB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def parse_scalar(text: str) -> Any:
@@ -81,9 +115,15 @@ def parse_scalar(text: str) -> Any:
     yaml = _yaml()
     if yaml is not None:
         try:
-            return yaml.load(text, Loader=_loader())
+            value = yaml.load(text, Loader=_loader())
         except yaml.YAMLError:
             return text
+        except RecursionError:
+            raise ValueError(f"--set value {shown_name(text)}: nested more than {MAX_DEPTH} levels deep") from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise ValueError(f"--set value {shown_name(text)}: not a valid YAML value ({shown_name(exc)})") from None
+        check_config_tree(value, f"--set value {shown_name(text, 60)}")
+        return value
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"

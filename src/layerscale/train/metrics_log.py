@@ -17,9 +17,10 @@ from typing import Any
 
 from ..atomic_io import write_text_atomic
 
-__all__ = ["METRICS_FILE", "MetricsLog", "read_metrics", "truncate_metrics"]
+__all__ = ["METRICS_FILE", "TENSORBOARD_DIR", "MetricsLog", "read_metrics", "truncate_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
+TENSORBOARD_DIR = "tensorboard"
 
 
 def _json_value(value: Any) -> Any:
@@ -70,7 +71,7 @@ class MetricsLog:
 
             # purge_step drops events a killed run wrote after the checkpoint this run resumes from.
             purge = first_step + 1 if first_step else None
-            self._writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=purge)
+            self._writer = SummaryWriter(str(run_dir / TENSORBOARD_DIR), purge_step=purge)
 
     def write(self, record: dict[str, Any]) -> None:
         if not self.active:

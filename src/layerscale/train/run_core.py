@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,14 @@ import torch
 
 from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
+from ..paths import describe_non_file
 from .auto_policy import choose_compile
 from .budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
 from .checkpoint import (
     CHECKPOINT_DIR,
     MODEL_FILE,
+    STATE_FILE,
     latest_checkpoint,
     remove_stale_temporaries,
 )
@@ -42,8 +45,10 @@ from .distributed import (
     teardown_distributed,
     wrap_model,
 )
-from .metrics_log import METRICS_FILE, MetricsLog, truncate_metrics
+from .metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
+from .run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
 from .run_summary import warmup_warning, workers_resume_warning
+from .train_state import check_position
 from .trainer import Trainer
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model"]
@@ -65,21 +70,22 @@ class TrainResult:
     checkpoint: Path | None
 
 
-def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path]:
-    """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint."""
+def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path | None]:
+    """``(run_dir, checkpoint_dir)`` for ``--resume`` given a run directory (latest checkpoint) or a checkpoint.
+
+    A run directory with its ``config.yaml`` but no checkpoint yet (the run was stopped before its first one) gives
+    ``checkpoint_dir`` ``None``: the run starts again from step 0 in its own directory, with its own config."""
     path = Path(resume)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{path}: is a file; --resume takes a run directory or one of its checkpoint directories")
+        raise ValueError(f"{path}: is {describe_non_file(path) or 'a file'}; --resume takes a run directory or one "
+                         "of its checkpoint directories")
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: run directory to resume not found")
     if (path / MODEL_FILE).is_file() and path.parent.name == CHECKPOINT_DIR:
         return path.parent.parent, path
     if not (path / CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{path / CONFIG_FILE}: not a run directory (no {CONFIG_FILE})")
-    checkpoint = latest_checkpoint(path)
-    if checkpoint is None:
-        raise FileNotFoundError(f"{path / CHECKPOINT_DIR}: no checkpoint to resume from")
-    return path, checkpoint
+    return path, latest_checkpoint(path)
 
 
 def _check_extras(config: TrainConfig) -> None:
@@ -146,7 +152,7 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
     else:  # one name for all ranks: rank 0's clock
         stamp = broadcast_object(time.strftime("%Y%m%d-%H%M%S"), ctx)
         run_dir = Path("runs") / f"{config.model.name}-{config.data.name}-{stamp}"
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+    if run_dir.exists() and not is_empty_run_dir(run_dir):
         raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
                               f"--resume {run_dir} or choose another --out")
     return check_writable_dir(run_dir)  # a folder that refuses files: one line now, not a traceback later
@@ -155,9 +161,10 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
 def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module, data: TrainData, run_dir: Path,
                       checkpoint: Path | None, saved: tuple | None, callbacks: Sequence[Callback],
                       model_args: dict[str, Any], config_text: str) -> TrainResult:
-    """From a built, checked model and its data to a finished run — the part of :func:`layerscale.train.run` shared with
+    """From a built, checked model and its data to a finished run — the part of :func:`run` shared with
     :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
-    it is finite), create or update the run folder only once every rank passed every check, train, and write
+    it is finite), create or update the run folder only once every rank passed every check and rank 0 holds its lock
+    (:mod:`~layerscale.train.run_lock`: a run directory another live process trains is refused), train, and write
     ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
     freeze_for_config(model, cfg.optim.trainable)  # before wrapping: DDP registers only trainable parameters
     model.to(ctx.device)
@@ -171,21 +178,45 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
     trainer = Trainer(cfg, wrapped, data, ctx, run_dir, list(callbacks), model_args=model_args)
     if saved is not None:
+        check_position(str(checkpoint / STATE_FILE), saved[1], trainer.steps_per_epoch)
         try:
             trainer.restore(*saved)
         except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
             raise ValueError(f"{checkpoint}: training state does not fit this run "
                              f"({str(exc).splitlines()[0]})") from None
         check_resume_finite(trainer, checkpoint, saved[0])  # weights and one forward, before resuming
+    restarting = saved is None and (run_dir / CONFIG_FILE).is_file()  # stopped before its first checkpoint
     barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
+    with ExitStack() as held:
+        # One live process per run directory (layerscale.train.run_lock): rank 0 takes it, every rank hears.
+        refusal = None
+        if ctx.is_main:
+            try:
+                held.enter_context(hold_run_dir(run_dir))
+            except RunDirectoryInUse as exc:
+                refusal = str(exc)
+        refusal = broadcast_object(refusal, ctx)
+        if refusal is not None:
+            raise RunDirectoryInUse(refusal)
+        return _write_and_train(cfg, ctx, trainer, data, run_dir, checkpoint, saved is not None, restarting,
+                                model_args, config_text)
+
+
+def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data: TrainData, run_dir: Path,
+                     checkpoint: Path | None, resumed: bool, restarting: bool, model_args: dict[str, Any],
+                     config_text: str) -> TrainResult:
+    """Rank 0 writes the run directory (its lock held), then every rank trains; ``summary.json`` at the end."""
     if ctx.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(run_dir)
         write_text_atomic(run_dir / CONFIG_FILE, config_text)
-        if saved is not None:
+        if resumed:
             truncate_metrics(run_dir / METRICS_FILE, trainer.state.step)
+        elif restarting:  # the records and events of the attempt that never reached a checkpoint
+            truncate_metrics(run_dir / METRICS_FILE, -1)
+            shutil.rmtree(run_dir / TENSORBOARD_DIR, ignore_errors=True)
         if cfg.run.progress != "none":
-            what = f"resuming {checkpoint} at step {trainer.state.step}" if saved else "run directory"
+            what = (f"resuming {checkpoint} at step {trainer.state.step}" if resumed else
+                    "restarting from step 0 (stopped before its first checkpoint)" if restarting else "run directory")
             print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
                   f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
                   flush=True)
@@ -193,7 +224,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
         if warning is not None:
             print(warning, file=sys.stderr, flush=True)
         if cfg.data.num_workers > 0:
-            warnings.warn(workers_resume_warning(cfg.data.num_workers), UserWarning, stacklevel=3)
+            warnings.warn(workers_resume_warning(cfg.data.num_workers), UserWarning, stacklevel=4)
     barrier(ctx)
     metrics = MetricsLog(run_dir, active=ctx.is_main, tensorboard=cfg.run.tensorboard,
                          first_step=trainer.state.step)

@@ -12,6 +12,7 @@ Run directory::
     RUN_DIR/checkpoints/step_N/  model.safetensors + train_state.pt (the last run.keep_checkpoints)
     RUN_DIR/summary.json         written at the end: final step, metrics, last checkpoint, model name + arguments
     RUN_DIR/tensorboard/         with run.tensorboard: true
+    RUN_DIR/.lock                held (flock) by the live process training the run; a second one is refused
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from typing import Any
 import torch
 
 from ..destinations import check_writable_dir
-from ..models.registry import create_model
+from ..messages import shown_value
 from .callbacks import Callback
 from .checkpoint import check_same_architecture, load_checkpoint
 from .config import TrainConfig
 from .config_file import apply_overrides, dump_config, load_config_file
 from .initial_weights import load_initial_weights
+from .model_build import build_model
 from .config_source import resolve_config_path
 from .data_setup import load_train_data
 from .run_core import (
@@ -69,6 +71,7 @@ def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
     raise ValueError(f"config must be a TrainConfig, a mapping or a file path, got {type(config).__name__}")
 
 
+
 def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = None, *,
         overrides: Sequence[str] = (), out: str | os.PathLike | None = None,
         resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = (),
@@ -105,10 +108,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
         data = load_train_data(cfg)
         model_args = {**data.model_args, **cfg.model.options}
-        try:
-            model = create_model(cfg.model.name, **model_args)
-        except TypeError as exc:  # a value of the wrong type for an argument whose default is None
-            raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None
+        model = build_model(cfg.model.name, model_args)
         if cfg.run.init_from is not None:  # on resume the checkpoint's weights then replace these
             load_initial_weights(model, cfg.run.init_from)
         saved = None
@@ -116,8 +116,8 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
             weights, train_state = load_checkpoint(checkpoint)
             check_same_architecture(checkpoint, weights, model.state_dict())
             if train_state.get("model") != cfg.model.name:
-                raise ValueError(f"{checkpoint}: checkpoint of model {train_state.get('model')!r}, the config "
-                                 f"builds {cfg.model.name!r}")
+                raise ValueError(f"{checkpoint}: checkpoint of model {shown_value(train_state.get('model'))}, the "
+                                 f"config builds {cfg.model.name!r}")
             saved = (weights, train_state)
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         # Imported here: diagnostics builds on the trainer's callback API (no import cycle at module load).

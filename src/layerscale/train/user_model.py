@@ -42,6 +42,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from ..destinations import check_writable_dir
+from ..messages import shown_value
 from .callbacks import Callback
 from .checkpoint import check_same_architecture, load_checkpoint
 from .config import ModelConfig, TrainConfig
@@ -204,8 +205,8 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
         if checkpoint is not None:
             weights, train_state = load_checkpoint(checkpoint)
             if train_state.get("model") != cfg.model.name:
-                raise ValueError(f"{checkpoint}: checkpoint of model {train_state.get('model')!r}, the model "
-                                 f"passed is {cfg.model.name!r}")
+                raise ValueError(f"{checkpoint}: checkpoint of model {shown_value(train_state.get('model'))}, the "
+                                 f"model passed is {cfg.model.name!r}")
             check_same_architecture(checkpoint, weights, model.state_dict())
             saved = (weights, train_state)
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...atomic_io import write_json_atomic
 from ..worker import BOOTSTRAP
+from .study_watch import stop_when_gone
 
 if TYPE_CHECKING:  # not at run time: the job process that unpickles a RunTask should not import torch
     from ..grid import RunSpec
@@ -62,16 +63,18 @@ class RunTask:
     threads: int
     gpus_per_node: int = 0
     nodes: int = 1
+    study: str | None = None  # process_identity of the study, for a job on its machine: the job shares its fate
 
     @property
     def distributed(self) -> bool:
         return self.nodes > 1 or self.gpus_per_node > 1
 
 
-def task_for(run: RunSpec, study_dir: Path, threads: int, gpus_per_node: int = 0, nodes: int = 1) -> RunTask:
-    """The :class:`RunTask` of ``run`` in ``study_dir``."""
+def task_for(run: RunSpec, study_dir: Path, threads: int, gpus_per_node: int = 0, nodes: int = 1,
+             study: str | None = None) -> RunTask:
+    """The :class:`RunTask` of ``run`` in ``study_dir``; ``study``: see :attr:`RunTask.study`."""
     return RunTask(run.run_id, run.kind, str(run.run_dir), run.config, str(config_path_of(study_dir, run)),
-                   str(log_path_of(study_dir, run)), threads, gpus_per_node, nodes)
+                   str(log_path_of(study_dir, run)), threads, gpus_per_node, nodes, study)
 
 
 def worker_command(task: RunTask, *, node_rank: int = 0, master_addr: str = "127.0.0.1",
@@ -106,15 +109,18 @@ def execute(task: RunTask, *, node_rank: int = 0, master_addr: str = "127.0.0.1"
     Node 0 writes the config first; for a multi-process run it also removes a run directory that never reached
     its first checkpoint (what the worker does for a one-process run) before any process starts, so no rank sees
     a half-started directory. If this process is stopped (Slurm's preemption signal, a cancelled Ray task), the
-    worker is stopped with it; the next attempt resumes from the run's latest checkpoint."""
+    worker is stopped with it; the next attempt resumes from the run's latest checkpoint. A task that carries its
+    study's identity (a job on the study's machine) also stops the worker when the study process is gone
+    (:mod:`.study_watch`)."""
     run_dir, log_path = Path(task.run_dir), Path(task.log_path)
     if node_rank == 0:
         Path(task.config_path).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(task.config_path, task.config)
-        if task.distributed and run_dir.exists() and _latest_checkpoint_name(run_dir) is None:
-            import shutil
+        if task.distributed and run_dir.is_dir() and _latest_checkpoint_name(run_dir) is None:
+            from ...train.run_lock import clear_run_dir, hold_run_dir
 
-            shutil.rmtree(run_dir)
+            with hold_run_dir(run_dir):  # never under a live worker of this run (RunDirectoryInUse)
+                clear_run_dir(run_dir)
     else:
         log_path = log_path.with_name(f"{log_path.name}.node{node_rank}")
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,6 +134,12 @@ def execute(task: RunTask, *, node_rank: int = 0, master_addr: str = "127.0.0.1"
         proc = subprocess.Popen(worker_command(task, node_rank=node_rank, master_addr=master_addr,
                                                master_port=master_port),
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        if task.study is not None:
+            def note(text: str) -> None:
+                log.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {task.run_id}: {text}\n")
+                log.flush()
+
+            stop_when_gone(task.study, proc, note)
         try:
             return proc.wait()
         finally:  # interrupted (a signal handler raised): the worker must not train on without us

@@ -12,6 +12,11 @@ requeues itself with the same run. The requeued job starts the worker again, whi
 checkpoint in its run directory (``run.checkpoint_every_steps`` bounds what is lost). A job that fails or is
 cancelled is a failed run: reported with its log, the others go on, and rerunning the study retries it from its
 checkpoint.
+
+**On this machine** (``submitit_cluster: local``) a job's controller outlives the study that submitted it; each job
+therefore watches the study process and stops its worker once the study is gone (:mod:`.study_watch`), so a killed
+study leaves nothing training. On any cluster a worker holds its run directory's lock
+(:mod:`layerscale.train.run_lock`): a second worker for a run still trained by a live one is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ..grid import RunSpec
 from .options import ExecutorOptions
 from .run_task import task_for
 from .slurm_job import SlurmRun
+from .study_watch import process_identity
 from .tracker import PoolTracker, last_line
 
 __all__ = ["SIGNAL_DELAY_S", "submission_parameters", "run_submitit_pool"]
@@ -64,7 +70,10 @@ def run_submitit_pool(runs: list[RunSpec], study_dir: Path, options: ExecutorOpt
     executor.update_parameters(**submission_parameters(options, threads, len(pending),
                                                        f"layerscale-{study_dir.name}"))
     threads_per_run = options.cpus_per_run or threads
-    tasks = [task_for(r, study_dir, threads_per_run, options.gpus_per_run, options.nodes_per_run) for r in pending]
+    # Local jobs outlive the session that submits them: they share the study's fate instead (study_watch).
+    study = process_identity() if executor.cluster == "local" else None
+    tasks = [task_for(r, study_dir, threads_per_run, options.gpus_per_run, options.nodes_per_run, study)
+             for r in pending]
     with executor.batch():
         jobs = [executor.submit(SlurmRun(task)) for task in tasks]
     log(f"{desc}: submitted {len(jobs)} run(s) through submitit ({executor.cluster}), jobs "
