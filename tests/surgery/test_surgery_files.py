@@ -56,9 +56,11 @@ def test_grown_hf_loads_at_new_depth(tmp_path, family):
     model = hf_model(family)
     grown = grow(model, 2, where="every:1")
     write_model_folder(grown, "transformers", tmp_path / "g", surgery={"operation": "grow"})
-    plain = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "g")
-    assert plain.config.num_hidden_layers == 4 and plain.config.layerscale_new_blocks == [1, 3]
+    # the save still holds γ: plain loading refuses it loudly (docs/ecosystem.md) instead of dropping the scales
+    with pytest.raises(ValueError, match="_layerscale"):
+        transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "g")
     scaled = from_pretrained_with_layerscale(transformers.AutoModelForCausalLM, tmp_path / "g").eval()
+    assert scaled.config.num_hidden_layers == 4 and scaled.config.layerscale_new_blocks == [1, 3]
     assert torch.equal(out(scaled, TOKENS), out(model, TOKENS))
 
 

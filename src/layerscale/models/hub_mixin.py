@@ -36,7 +36,9 @@ CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 MODEL_CARD_NAME = "README.md"
 _FORMAT_VERSION = 2  # 1: constructor arguments nested under "model_args"; 2: at the top level (ModelHubMixin)
-_METADATA_KEYS = ("architecture", "library", "format_version")
+#: config.json keys that are not constructor arguments: the format's own, and what depth surgery records
+#: (layerscale.surgery: the operation done, and which blocks are new; read back by the trainer, not the model)
+_METADATA_KEYS = ("architecture", "library", "format_version", "layerscale_surgery", "layerscale_new_blocks")
 
 
 def _safetensors():
