@@ -1,6 +1,7 @@
 """``layerscale demo``: the first thing to run. A small depth study on scikit-learn's bundled digits (offline):
 Pre-LN, LayerScale and ReZero ViTs at a shallow and a deep depth, each tuned over two learning rates on a validation
-split (two tuning seeds from half the budget) and also run at one shared rate, two seeds. With two seeds it prints
+split — the one with the better mean validation score of its two seeds at the full budget (``--tuning grid``; the
+shared rate is one of the two, so the shared table comes with it). With two seeds it prints
 each seed's value rather than an interval, and a paragraph generated from the tables saying what they do and do
 not show, then where the report is, and last the committed full studies' primary verdicts (read from
 ``docs/results`` at run time and labelled as such). It is the ``demo`` preset of

@@ -41,6 +41,20 @@ def _row_interval(row: dict) -> Interval | None:
     return Interval(mean, low, high, n, None if low is None else 1.0)
 
 
+def _procedure_note(study_dir: Path) -> str:
+    """`` (…)`` naming how a study's rates and family were chosen when it predates the current procedure."""
+    import json
+
+    try:
+        design = json.loads((study_dir / "study.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(design, dict) or design.get("primary_declared", False):
+        return ""
+    return " (earlier procedure: rates by one seed at a quarter of the budget, family named after the runs; redo in " \
+           "progress, docs/RESULTS.md)"
+
+
 def primary_verdict_lines(root: Path | None = None) -> list[str]:
     """One line per primary comparison of every committed study (Holm-adjusted verdict, interval, p), or one line
     saying why there is none."""
@@ -49,6 +63,7 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
         return ["The committed studies are in the source repository (docs/results); not found from here."]
     lines = []
     for csv_path in sorted(root.glob("*/results.csv")):
+        note = _procedure_note(csv_path.parent)
         with open(csv_path, encoding="utf-8", newline="") as f:
             rows = [r for r in csv.DictReader(f) if r.get("family") == "primary"]
         if not rows:
@@ -61,5 +76,6 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
                      else f"depth {row['depth']}")
             interval = format_interval(_row_interval(row), digits, signed=True)
             lines.append(f"- {csv_path.parent.name}: {row['method']} vs reference at {where}: {interval} {unit}, "
-                         f"Holm p {format_p(_number(row.get('p_adj')))} → {row.get('verdict') or 'no verdict'}")
+                         f"Holm p {format_p(_number(row.get('p_adj')))} → {row.get('verdict') or 'no verdict'}"
+                         + note)
     return lines or [f"No committed study found under {root}."]

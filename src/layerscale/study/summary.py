@@ -99,6 +99,10 @@ def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], de
     compared = [x for x in (*cells, *contrasts) if x.p_raw is not None]
     primary = sum(x.family == PRIMARY for x in compared)
     rest = len(compared) - primary
+    if not compared:
+        return ("No comparison has a p-value yet (each needs 3 seeds or more with some spread), so no verdict is "
+                "called and nothing is adjusted. With more seeds, verdicts are adjusted for multiple comparisons: "
+                "Holm (1979) within the primary family, Benjamini & Hochberg (1995) for the rest.")
     return (f"This study tests {len(compared)} comparisons. At 95 % each one alone calls a difference about 1 time in "
             f"20 when there is none, so among {len(compared)} equal pairs about {0.05 * len(compared):.1f} would be "
             f"called by chance. Verdicts are therefore adjusted: the {primary} comparison(s) of the primary family, "
