@@ -1,0 +1,44 @@
+"""The demo's last lines: the committed studies' primary verdicts, read from docs/results at run time."""
+
+import csv
+import json
+
+from layerscale.study.committed import primary_verdict_lines
+from layerscale.study.presets import get_preset
+
+COLUMNS = ["table", "method", "depth_from", "depth", "metric", "diff_mean", "diff_ci_low", "diff_ci_high", "diff_n",
+           "family", "p_raw", "p_adj", "verdict"]
+
+
+def _study(root, name, rows, design):
+    folder = root / name
+    folder.mkdir(parents=True)
+    with open(folder / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    (folder / "study.json").write_text(json.dumps(design))
+
+
+def test_primary_rows_are_printed_with_interval_holm_p_and_procedure(tmp_path):
+    row = dict(table="tuned", method="layerscale", depth_from="", depth="32", metric="test accuracy (%)",
+               diff_mean="0.76", diff_ci_low="0.6", diff_ci_high="0.93", diff_n="5", family="primary",
+               p_raw="0.001", p_adj="0.004", verdict="better")
+    other = {**row, "method": "hc", "family": "exploratory"}
+    _study(tmp_path, "new", [row, other], {"primary_declared": True})
+    _study(tmp_path, "old", [row], {})  # a study file from before primary families
+    lines = primary_verdict_lines(tmp_path)
+    assert lines[0] == ("- new: layerscale vs reference at depth 32: +0.8 [0.6, 0.9] points, Holm p 0.004 → better")
+    assert lines[1].startswith("- old: layerscale") and "earlier procedure" in lines[1]
+    assert len(lines) == 2  # the exploratory row is not a primary verdict
+
+
+def test_a_study_without_a_primary_family_says_so(tmp_path):
+    _study(tmp_path, "bare", [], {})
+    assert "no primary family recorded" in primary_verdict_lines(tmp_path)[0]
+
+
+def test_the_demo_design_follows_the_selection_rules():
+    spec = get_preset("demo").spec
+    assert spec.tuned and (spec.tuning == "grid" or (spec.tune_seeds >= 2 and spec.min_budget >= 0.5))
+    assert spec.shared_lr in spec.lrs  # the shared table comes with the grid
