@@ -34,10 +34,11 @@ from torch import nn
 
 from ..stats.bootstrap import bootstrap_means, bootstrap_weights, value_shares
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
-from .block_ranking import block_influence, has_class_token, head_readout, readout_tokens, stream_distances
+from .block_ranking import (batch_readout, block_influence, has_class_token, readout_tokens,
+                            stream_distances)
 from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
 from .device import analysis_device
-from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss, task_of
+from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss
 from .geometry import angular_distance, relative_update_norm
 from .intervals import IntervalTable
 from .probe_curves import ProbeResults, probe_curves
@@ -182,11 +183,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                 inputs, targets = inputs.to(device), targets.to(device)
                 captured = _capture(stack, inputs, probes)
                 logits = logits_of(captured.output, name)
-                batch_task = task_of(logits, targets, name)
-                if task is not None and batch_task != task:
-                    raise ValueError(f"{name}: evaluation batches of different tasks")
-                task = batch_task
-                readout = readout or head_readout(model, stack, task)
+                task, readout = batch_readout(model, stack, logits, targets, (task, readout))
                 clean.add(0, *per_example_loss(logits, targets))
                 streams = captured.streams
                 distances = stream_distances(torch.stack([readout_tokens(s, readout) for s in streams], dim=1))

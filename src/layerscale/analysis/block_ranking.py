@@ -58,6 +58,18 @@ def has_class_token(model: nn.Module, stack: BlockStack) -> bool:
     return any(name.split(".")[-1] == "cls_token" and p is not None for name, p in model.named_parameters())
 
 
+def batch_readout(model: nn.Module, stack: BlockStack, logits: torch.Tensor, targets: torch.Tensor,
+                  seen: tuple[str | None, str | None]) -> tuple[str, str]:
+    """``(task, readout)`` of one evaluation batch, given those of the batches before (``(None, None)`` first):
+    every batch must be of the same task; the readout (the token the head reads) is fixed by the first."""
+    name = stack.model_name
+    task, readout = seen
+    batch_task = task_of(logits, targets, name)
+    if task is not None and batch_task != task:
+        raise ValueError(f"{name}: evaluation batches of different tasks")
+    return batch_task, readout or head_readout(model, stack, batch_task)
+
+
 def head_readout(model: nn.Module, stack: BlockStack, task: str) -> str:
     """The token the head reads, one of :data:`READOUTS` (see the module docstring)."""
     if task == LANGUAGE_MODEL:
@@ -174,11 +186,7 @@ def measure_streams(model: nn.Module, batches: Any, *, ablation: bool = False, d
                     raise ValueError(f"{name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
                                      f"{inputs.dtype} on {device}: {str(exc).splitlines()[0]}") from None
                 logits = logits_of(captured.output, name)
-                batch_task = task_of(logits, targets, name)
-                if task is not None and batch_task != task:
-                    raise ValueError(f"{name}: evaluation batches of different tasks")
-                task = batch_task
-                readout = readout or head_readout(model, stack, task)
+                task, readout = batch_readout(model, stack, logits, targets, (task, readout))
                 streams = captured.streams
                 head = torch.stack([readout_tokens(s, readout) for s in streams], dim=1)
                 distances.append(stream_distances(head).cpu())
