@@ -35,7 +35,8 @@ def test_a_tuned_study_writes_adjusted_verdicts_per_seed_values_and_the_interact
     """The tiny digits study of the statistics procedure: 2 methods, 2 depths, 3 seeds, 2 rates (two tuning seeds
     each), 8 steps; no shared table and no grid extension to keep it short (the extension has its own test)."""
     out = tmp_path / "study"
-    result = subprocess.run(_study_command(out, "--bootstrap", "200", "--no-shared-table", "--extend-grid", "0",
+    result = subprocess.run(_study_command(out, "--tuning", "halving", "--bootstrap", "200", "--no-shared-table",
+                                           "--extend-grid", "0",
                                            methods="prenorm,layerscale",
                                            depths="1,2", seeds=3, lrs="1e-3,3e-3"),
                             capture_output=True, text=True, timeout=900)

@@ -72,7 +72,7 @@ def test_the_command_times_the_cells_and_writes_nothing(tmp_path, capsys):
 
     out = tmp_path / "study"
     code = main(["study", "--preset", "demo", "--methods", "prenorm,layerscale", "--depths", "1", "--seeds", "2",
-                 "--lrs", "1e-3,3e-3", "--out", str(out), "--steps", "20", "--estimate"])
+                 "--lrs", "1e-3,3e-3", "--tuning", "halving", "--out", str(out), "--steps", "20", "--estimate"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "| prenorm | 1 |" in captured.out and "| layerscale | 1 |" in captured.out

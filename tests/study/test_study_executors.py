@@ -195,7 +195,8 @@ def test_dry_run_lists_the_runs_and_the_submission_and_writes_nothing(tmp_path, 
     sets = [arg for section, values in BASE.items() for key, value in values.items() if key != "name"
             for arg in ("--set", f"{section}.{key}={json.dumps(value) if isinstance(value, bool) else value}")]
     code = main(["study", "--preset", "demo", "--methods", "prenorm,layerscale", "--depths", "1", "--seeds", "2",
-                 "--lrs", "1e-3,3e-3", "--out", str(out), "--executor", "submitit", "--slurm-partition", "gpu",
+                 "--lrs", "1e-3,3e-3", "--tuning", "halving", "--out", str(out), "--executor", "submitit",
+                 "--slurm-partition", "gpu",
                  "--slurm-time", "4:00:00", "--gpus-per-run", "2", "--dry-run", *sets])
     captured = capsys.readouterr()
     assert code == 0, captured.err
