@@ -3,12 +3,9 @@ again from step 0 in its own directory, with its own config, and ends as a run n
 bit for bit on CPU; the killed attempt's records replaced, not repeated)."""
 
 import json
-import signal
-import subprocess
-import time
 
 import torch
-from train_helpers import final_weights, layerscale_command, run_cli, single_thread_env, snapshot, tiny_config
+from train_helpers import final_weights, kill_training_when, run_cli, snapshot, tiny_config
 
 from layerscale.train import run
 from layerscale.train.metrics_log import read_metrics
@@ -23,19 +20,7 @@ def _comparable(records):
 
 
 def _kill_after_first_record(config_file, run_dir):
-    process = subprocess.Popen(layerscale_command("train", "--config", str(config_file), "--out", str(run_dir)),
-                               env=single_thread_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while not read_metrics(run_dir / "metrics.jsonl"):
-            assert process.poll() is None, f"training ended before its first record: {process.stderr.read()}"
-            assert time.monotonic() < deadline, "no metrics record within 120 s"
-            time.sleep(0.005)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-        process.stderr.close()
-    assert process.returncode == -signal.SIGKILL
+    kill_training_when(config_file, run_dir, lambda: read_metrics(run_dir / "metrics.jsonl"), "its first record")
 
 
 def test_run_killed_before_its_first_checkpoint_restarts_with_resume(tmp_path):
@@ -56,7 +41,7 @@ def test_run_killed_before_its_first_checkpoint_restarts_with_resume(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert "restarting from step 0" in resumed.stdout
 
-    reference = run(CONFIG, out=tmp_path / "uninterrupted")
+    run(CONFIG, out=tmp_path / "uninterrupted")
     expected, got = final_weights(tmp_path / "uninterrupted"), final_weights(killed)
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[k], got[k]) for k in expected)

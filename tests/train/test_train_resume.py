@@ -1,12 +1,9 @@
 """A run killed with SIGKILL and resumed ends with the same weights, bit for bit on CPU, as one never interrupted."""
 
 import json
-import signal
-import subprocess
-import time
 
 import torch
-from train_helpers import final_weights, layerscale_command, run_cli, single_thread_env, tiny_config
+from train_helpers import final_weights, kill_training_when, run_cli, tiny_config
 
 from layerscale.train import run
 from layerscale.train.metrics_log import read_metrics
@@ -26,19 +23,8 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path):
     config_file = tmp_path / "tiny.json"
     config_file.write_text(json.dumps(CONFIG))
     killed = tmp_path / "killed"
-    process = subprocess.Popen(layerscale_command("train", "--config", str(config_file), "--out", str(killed)),
-                               env=single_thread_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while not (killed / "checkpoints").is_dir() or not any((killed / "checkpoints").glob("step_*")):
-            assert process.poll() is None, f"training ended before its first checkpoint: {process.stderr.read()}"
-            assert time.monotonic() < deadline, "no checkpoint within 120 s"
-            time.sleep(0.005)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-        process.stderr.close()
-    assert process.returncode == -signal.SIGKILL
+    kill_training_when(config_file, killed, lambda: (killed / "checkpoints").is_dir()
+                       and any((killed / "checkpoints").glob("step_*")), "its first checkpoint")
     survivors = sorted(p.name for p in (killed / "checkpoints").glob("step_*"))
     assert "step_00000050" not in survivors, "the run finished before it was killed; the test proved nothing"
 

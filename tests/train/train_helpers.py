@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -72,3 +73,21 @@ def snapshot(directory: Path) -> dict[str, bytes]:
     if not directory.exists():
         return {}
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def kill_training_when(config_file, run_dir, ready, what: str) -> None:
+    """Start ``layerscale train --config CONFIG_FILE --out RUN_DIR`` and SIGKILL it as soon as ``ready()`` holds
+    (``what``: the awaited event, for the failure messages; at most 120 s)."""
+    process = subprocess.Popen(layerscale_command("train", "--config", str(config_file), "--out", str(run_dir)),
+                               env=single_thread_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert process.poll() is None, f"training ended before {what}: {process.stderr.read()}"
+            assert time.monotonic() < deadline, f"no {what} within 120 s"
+            time.sleep(0.005)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
