@@ -150,7 +150,7 @@ def test_report_reads_headline_first_then_sensitivity_tables_runs_and_diagnostic
     assert "<h1>Depth study: prenorm, layerscale, rezero at depths 2, 4, 8</h1>" in document
     assert document.count("<table>") >= 4 and "Complete: 27 of 27 final runs done" in document
     # sensitivity caption: rung-0 budget and the tuning seed
-    assert "trained for 15 of the 60 steps" in document and "tuning seed 1000" in document
+    assert "trained for 15 of the 60 steps" in document and "tuning seed(s) 1000, 1001" in document
     # warnings: every field, escaped, value and threshold side by side
     assert "<th>message</th><th>value</th><th>threshold</th>" in document
     assert "ratio grew x42 (limit x10) &lt;b&gt;" in document

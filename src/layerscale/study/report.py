@@ -173,14 +173,21 @@ def _sensitivity_section(spec: StudySpec, plan: StudyPlan, cells, rungs) -> Repo
     chosen = {(c.method, c.depth): c.lr for c in cells if c.table == "tuned"}
     steps = sorted({r[0].step for r in rungs.values() if r})
     step_text = " / ".join(str(s) for s in steps)
+    if spec.tuning == "grid":
+        how = (f"at the end of training: every learning rate of {', '.join(format_lr(lr) for lr in spec.lrs)} "
+               f"trained for the full {plan.total_steps} steps with every reported seed; each point is the mean over "
+               "the seeds. Ringed: the rate chosen for the cell (the best mean, or the rate nearest the shared one "
+               "among those tied with it).")
+    else:
+        how = (f"after the first rung of successive halving: every learning rate of "
+               f"{', '.join(format_lr(lr) for lr in spec.lrs)} trained for {step_text} of the {plan.total_steps} "
+               f"steps of the full budget, on the full budget's learning-rate schedule, with the tuning seed(s) "
+               f"{', '.join(map(str, spec.tuning_seeds))} (never reported seeds); each point is the mean over them. "
+               "Ringed: the rate finally chosen for the cell (after all rungs and ties, so it can differ from the "
+               "best point here).")
     text = (f"{validation_label(plan.metric).capitalize()} on the validation split (carved from the training data; "
-            f"the test split is not used) after the first rung of successive halving: every learning rate of "
-            f"{', '.join(format_lr(lr) for lr in spec.lrs)} trained for {step_text} of the {plan.total_steps} steps "
-            f"of the full budget, on the full budget's learning-rate schedule, with the tuning seed "
-            f"{spec.tune_seed} (never a reported seed). One panel per depth, one line per method; each point is one "
-            "run, so small differences between rates are within run-to-run noise. Ringed: the rate finally "
-            "chosen for the cell (after all rungs, so it can differ from the best point here when a later rung "
-            "reversed the order). ✕ on the learning-rate axis: that rate diverged.")
+            f"the test split is not used) {how} One panel per depth, one line per method. ✕ on the learning-rate "
+            "axis: that rate diverged.")
     return ReportSection(title, figure=plot_lr_sensitivity(spec, rungs, chosen, plan.metric), text=text,
                          name="lr_sensitivity")
 
