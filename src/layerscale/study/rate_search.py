@@ -14,7 +14,8 @@ from pathlib import Path
 from ..atomic_io import write_json_atomic
 from .executor import RunFailure, is_done
 from .grid import RunSpec, StudySpec, format_lr
-from .tuning import RateChoice, RungResult, choose_rate, extension_rate, rung_steps, run_score, select
+from .tuning import (RateChoice, RungResult, choose_rate, extension_rate, mean_score, rung_steps, run_score,
+                     select)
 from .worker import read_status
 
 __all__ = ["TUNING_FILE", "TuningOutcome", "tune_study"]
@@ -88,7 +89,7 @@ class _Search:
                 if any(v is None for v in per_seed.values()):
                     del candidates[cell]
                     continue
-                means = {lr: _mean(v) for lr, v in per_seed.items()}
+                means = {lr: mean_score(v) for lr, v in per_seed.items()}
                 kept = select(means, tuple(spec.lrs), max(1, -(-len(lrs) // spec.halving_rate)))
                 self.out.rungs[cell].append(RungResult(index, stop, means, kept, per_seed))
                 candidates[cell] = kept
@@ -106,7 +107,7 @@ class _Search:
         for cell in self.spec.cells():
             per_seed = {lr: self.scores(jobs[(cell, lr)], self.total) for lr in self.spec.lrs}
             if all(v is not None for v in per_seed.values()):
-                means = {lr: _mean(v) for lr, v in per_seed.items()}
+                means = {lr: mean_score(v) for lr, v in per_seed.items()}
                 self.out.rungs[cell].append(RungResult(0, self.total, means, tuple(self.spec.lrs), per_seed))
                 decided[cell] = (self.total, per_seed)
         return decided
@@ -143,10 +144,6 @@ class _Search:
         choice = choose_rate(per_seed, self.spec.shared_lr, tuple(self.spec.lrs))
         self.out.choices[cell] = choice
         self.out.chosen[cell] = choice.lr
-
-
-def _mean(values: tuple[float, ...]) -> float:
-    return float("-inf") if any(v == float("-inf") for v in values) else sum(values) / len(values)
 
 
 def _finite(value: float) -> float | None:

@@ -42,7 +42,7 @@ from pathlib import Path
 from ..train.metrics_log import METRICS_FILE, read_metrics
 
 __all__ = ["rung_steps", "run_score", "select", "RungResult", "RateChoice", "choose_rate", "EXTENSION_FACTOR",
-           "extension_rate"]
+           "extension_rate", "mean_score"]
 
 #: the step of a grid extension: one rate ×3 above the largest or ÷3 below the smallest
 EXTENSION_FACTOR = 3.0
@@ -106,7 +106,8 @@ class RateChoice:
         return len(self.tied) > 1
 
 
-def _mean(values) -> float:
+def mean_score(values) -> float:
+    """The mean of per-seed scores; ``-inf`` when any seed failed (diverged or never evaluated)."""
     values = list(values)
     if any(v == -math.inf for v in values):
         return -math.inf
@@ -115,9 +116,9 @@ def _mean(values) -> float:
 
 def _tied_with(best: tuple[float, ...], other: tuple[float, ...]) -> bool:
     """The one-standard-error rule on the paired per-seed differences ``best − other``."""
-    if _mean(best) == -math.inf:  # every rate failed: nothing distinguishes them
-        return _mean(other) == -math.inf
-    if _mean(other) == -math.inf:
+    if mean_score(best) == -math.inf:  # every rate failed: nothing distinguishes them
+        return mean_score(other) == -math.inf
+    if mean_score(other) == -math.inf:
         return False
     diffs = [b - o for b, o in zip(best, other)]
     mean = sum(diffs) / len(diffs)
@@ -136,9 +137,9 @@ def choose_rate(per_seed: dict[float, tuple[float, ...]], shared_lr: float, orde
         raise ValueError("choose_rate needs at least one scored rate")
     rates = list(per_seed)
     position = {lr: (order.index(lr) if lr in order else len(order) + i) for i, lr in enumerate(rates)}
-    best = max(rates, key=lambda lr: (_mean(per_seed[lr]), -position[lr]))
+    best = max(rates, key=lambda lr: (mean_score(per_seed[lr]), -position[lr]))
     tied = tuple(sorted(lr for lr in rates if lr == best or _tied_with(per_seed[best], per_seed[lr])))
-    chosen = min(tied, key=lambda lr: (abs(math.log(lr / shared_lr)), -_mean(per_seed[lr]), position[lr]))
+    chosen = min(tied, key=lambda lr: (abs(math.log(lr / shared_lr)), -mean_score(per_seed[lr]), position[lr]))
     return RateChoice(chosen, best, tied)
 
 
