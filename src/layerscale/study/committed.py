@@ -7,11 +7,13 @@ repository says so instead of printing anything else.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
+from .contrasts import INTERACTION
 from .formatting import format_interval, format_p
-from .intervals import Interval
+from .results import Metric
+from .results_table import read_results
+from .verdicts import PRIMARY
 
 __all__ = ["results_root", "primary_verdict_lines"]
 
@@ -24,21 +26,6 @@ def results_root() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _row_interval(row: dict) -> Interval | None:
-    mean, low, high = (_number(row.get(k)) for k in ("diff_mean", "diff_ci_low", "diff_ci_high"))
-    if mean is None:
-        return None
-    n = int(_number(row.get("diff_n")) or 0)
-    return Interval(mean, low, high, n, None if low is None else 1.0)
 
 
 def _procedure_note(study_dir: Path) -> str:
@@ -64,18 +51,16 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
     lines = []
     for csv_path in sorted(root.glob("*/results.csv")):
         note = _procedure_note(csv_path.parent)
-        with open(csv_path, encoding="utf-8", newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r.get("family") == "primary"]
+        rows = [r for r in read_results(csv_path) if r.family == PRIMARY]
         if not rows:
             lines.append(f"- {csv_path.parent.name}: no primary family recorded in {csv_path} yet")
             continue
-        digits = 3 if "bits" in rows[0].get("metric", "") else 1
-        unit = "bits per byte" if digits == 3 else "points"
+        metric = Metric.for_language_model(not rows[0]["metric"].startswith("test accuracy"))
         for row in rows:
-            where = (f"depth {row['depth_from']} → {row['depth']} interaction" if row["table"] == "interaction"
-                     else f"depth {row['depth']}")
-            interval = format_interval(_row_interval(row), digits, signed=True)
-            lines.append(f"- {csv_path.parent.name}: {row['method']} vs reference at {where}: {interval} {unit}, "
-                         f"Holm p {format_p(_number(row.get('p_adj')))} → {row.get('verdict') or 'no verdict'}"
+            where = (f"depth {row.depth_from} → {row.depth} interaction" if row.table == INTERACTION
+                     else f"depth {row.depth}")
+            interval = format_interval(row.interval("diff"), metric.digits, signed=True)
+            lines.append(f"- {csv_path.parent.name}: {row.method} vs reference at {where}: {interval} "
+                         f"{metric.difference_unit}, Holm p {format_p(row.p())} → {row.verdict or 'no verdict'}"
                          + note)
     return lines or [f"No committed study found under {root}."]

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..atomic_io import write_text_atomic
 from .formatting import format_interval, format_p
+from .results import Metric
 from .results_table import ResultRow, read_results
 
 __all__ = ["STUDIES", "Study", "load_study", "render_block", "render_page", "main"]
@@ -65,11 +66,11 @@ class Study:
 
     @property
     def digits(self) -> int:
-        return 1 if self.classification else 3
+        return Metric.for_language_model(not self.classification).digits
 
     @property
     def unit(self) -> str:
-        return "points" if self.classification else "bits per byte"
+        return Metric.for_language_model(not self.classification).difference_unit
 
     @property
     def reference(self) -> str:
@@ -225,7 +226,6 @@ def _contrast_table(study: Study, kind: str, methods: list[str]) -> list[str]:
 
 def _depth_use(study: Study) -> list[str]:
     methods = [m for m in study.design["methods"] if m != study.reference]
-    depths = _depths(study)
     lines = [f"Depth-use interaction: (the method's gain from the shallower to the deeper {study.depth_word}) − "
              f"({study.reference}'s gain), in {study.unit}, each at its tuned rate; Welch intervals (two depths are "
              "two models); verdicts by Benjamini–Hochberg-adjusted p (exploratory) unless the design made one "

@@ -25,13 +25,13 @@ from ..atomic_io import write_json_atomic
 from .archive import refuse_packed
 from .executor import RunFailure, resolve_parallelism
 from .executors import ExecutorOptions, make_pool, resolve_options
-from .grid import SPEC_FILE, StudySpec, format_lr
+from .grid import SPEC_FILE, StudySpec
 from .results import CellResult, Metric, RunResult, cell_results, collect_run, write_tables
 from .summary import study_cost, study_markdown
 from .verdicts import assign_families
 from .contrasts import Contrast, depth_contrasts
 from .primary_bootstrap import with_bootstrap
-from .rate_search import TUNING_FILE, TuningOutcome, tune_study
+from .rate_search import TuningOutcome, tune_study
 from .tuning import RungResult
 
 __all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study", "summarize"]
