@@ -67,3 +67,13 @@ def test_effective_depth_against_nominal_depth_figure():
         intervals = [r.summary.effective_depth_interval for r in results if r.residual == residual]
         assert [[s[0][1], s[1][1]] for s in segments] == intervals
     assert "effective = nominal" in {line.get_label() for line in fig.axes[0].get_lines()}
+
+
+def test_an_eval_set_is_accepted_again_and_cut_to_its_first_examples():
+    from layerscale.analysis.evaluation import as_eval_set
+
+    inputs, targets = torch.randn(10, 3), torch.arange(10)
+    once = as_eval_set((inputs, targets))
+    again = as_eval_set(once, 4)
+    assert torch.equal(again.inputs, inputs[:4]) and torch.equal(again.targets, targets[:4])
+    assert torch.equal(as_eval_set(once).inputs, inputs)

@@ -61,6 +61,8 @@ def _pair(item: Any, where: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _gather(data: Any, max_examples: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    if isinstance(data, EvalSet):  # already gathered: its first max_examples examples
+        return data.inputs[:max_examples], data.targets[:max_examples]
     if isinstance(data, torch.Tensor):
         if data.dtype.is_floating_point or data.dim() != 2 or data.shape[1] < 2:
             raise ValueError(f"evaluation data: a bare tensor must hold token ids of shape (N, T >= 2), got "

@@ -12,9 +12,6 @@ nothing is written on error.
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
-from pathlib import Path
 
 from .prune import PRUNE_CRITERIA
 
@@ -62,54 +59,40 @@ def _criteria(text: str | None) -> list[str]:
 
 
 def _eval_data(source, args):
-    """The evaluation set: a run's held-out split (or --data), else --data / --data-path; ``None`` without one."""
+    """``(scoring set, evaluation set)``. A training run: its held-out split (or --data) is evaluated, and the
+    blocks are scored on its validation split when it has one (``data.validation_fraction``), so that the blocks
+    are not chosen on the examples they are judged on; else both are the evaluation set. A model folder: --data /
+    --data-path for both; ``(None, None)`` without them."""
     from ..analysis.evaluation import as_eval_set
 
     if source.run is not None:
         from ..analysis.source import load_eval_data
+        from ..train.data_setup import load_train_data
 
-        return as_eval_set(load_eval_data(source.run, args.data, args.data_path), args.examples)
+        train_data = load_train_data(source.run.config)
+        evaluation = as_eval_set(load_eval_data(source.run, args.data, args.data_path, train_data=train_data),
+                                 args.examples)
+        if args.data is None and args.data_path is None and train_data.validation is not None:
+            return as_eval_set(train_data.validation, args.examples), evaluation
+        return evaluation, evaluation
     if args.data is None and args.data_path is None:
-        return None
+        return None, None
     language = source.library == "transformers" or hasattr(source.model, "vocab_size")
     if language:
         if args.data_path is None or args.data not in (None, "text"):
             raise ValueError("a language model's evaluation text is given with --data-path FILE (byte tokens)")
         from ..data.text import load_text
 
-        return as_eval_set(load_text(args.data_path, args.block_size, 0.1).val, args.examples)
+        evaluation = as_eval_set(load_text(args.data_path, args.block_size, 0.1).val, args.examples)
+        return evaluation, evaluation
     if args.data is None:
         raise ValueError("give the evaluation dataset's name with --data (and its folder with --data-path)")
     from ..data.registry import load_dataset
 
     bundle = load_dataset(args.data, args.data_path, augment=False, img_size=args.img_size, test_fraction=0.2,
                           seed=0)
-    return as_eval_set(bundle.test, args.examples)
-
-
-def _heal(model, source, steps: int, heal_out: str | None, data, args):
-    """Fine-tune ``model`` (in place) for ``steps`` steps with the source run's config; returns the healing run."""
-    from ..checkpoint_io import read_state_dict_file
-    from ..train.config_file import load_config_file
-    from ..train.runner import run as train_run
-    from .model_files import TRAIN_CONFIG_NAME, write_model_folder
-    from .surgery_output import train_config_text
-
-    work = Path(tempfile.mkdtemp(prefix=".layerscale-heal-"))
-    try:
-        folder = work / "pruned"
-        write_model_folder(model, source.library, folder, surgery={"operation": "prune"},
-                           extra_files={TRAIN_CONFIG_NAME: train_config_text(model, source.run, folder)})
-        raw = load_config_file(folder / TRAIN_CONFIG_NAME)
-        raw["optim"].update(max_steps=steps, warmup_steps=min(raw["optim"].get("warmup_steps", 0), steps // 10))
-        raw["run"].update(progress="none", checkpoint_every_steps=0)
-        out = Path(heal_out) if heal_out is not None else work / "heal_run"
-        result = train_run(raw, out=out)
-        weights = read_state_dict_file(Path(result.checkpoint) / "model.safetensors").tensors
-        model.load_state_dict(weights)
-        return result
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    evaluation = as_eval_set(bundle.test, args.examples)
+    return evaluation, evaluation
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from .model_files import check_destination_folder, read_source_model
     from .prune import block_scores, blocks_to_remove, prune
     from .prune_eval import evaluate, removal_curve
+    from .prune_heal import heal_pruned
     from .surgery_output import finish_write
 
     criteria = _criteria(args.by)
@@ -145,13 +129,13 @@ def run(args: argparse.Namespace) -> int:
     if n >= depth:
         raise ValueError(f"--remove {n}: {args.source} has {depth} blocks; remove at most {depth - 1} (N < L)")
     block_family(model).check_editable(model)
-    data = _eval_data(source, args) if (criteria or args.heal_steps) else None
+    scoring, data = _eval_data(source, args) if (criteria or args.heal_steps) else (None, None)
     if criteria and data is None:
         raise ValueError(f"--by {criteria[0]} needs evaluation data: give --data / --data-path (a training run "
                          f"uses its own held-out split)")
     model.to(args.device)
     for criterion in criteria:
-        scores = block_scores(model, data, criterion, device=args.device, batch_size=args.batch_size)
+        scores = block_scores(model, scoring, criterion, device=args.device, batch_size=args.batch_size)
         if chosen is None and criterion == criteria[0]:
             chosen = blocks_to_remove(scores, n)
         print(f"{criterion}: scores per block (lower: more removable) "
@@ -165,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                "by": criteria[0] if args.blocks is None else "blocks"}
     if args.heal_steps:
         before = evaluate(pruned, data, device=args.device, batch_size=args.batch_size)
-        result = _heal(pruned.cpu(), source, args.heal_steps, args.heal_out, data, args)
+        result = heal_pruned(pruned.cpu(), source, args.heal_steps, args.heal_out)
         after = evaluate(pruned.to(args.device), data, device=args.device, batch_size=args.batch_size)
         print(f"healed {args.heal_steps} steps: loss {before.loss:.4f} -> {after.loss:.4f}, accuracy "
               f"{before.accuracy:.4f} -> {after.accuracy:.4f}"

@@ -1,0 +1,90 @@
+"""Retraining a committed study's run from its recorded config (the studies keep no checkpoints).
+
+A study's run folder keeps the run's resolved ``config.yaml``; :func:`retrain_run` trains it again into a new run
+directory (only ``run.out_dir`` changes) and :func:`retrained_metric` reads the new run's test metric the way the
+study does (:meth:`layerscale.study.results.Metric.from_record`), to report beside the committed one
+(:func:`committed_metric`, from ``runs.csv``). A retrain is the same recipe, not always the same floating-point
+path: on another CPU or library build the kernels round differently and a run drifts from the committed one within
+a few hundred steps, ending at a different draw of the same distribution. Callers report both numbers; they never
+substitute one for the other.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished"]
+
+
+def _run_folder(study_dir: Path, run_id: str) -> Path:
+    from .archive import is_packed, unpack_runs
+
+    folder = study_dir / "runs" / run_id
+    if not folder.is_dir() and is_packed(study_dir):
+        unpack_runs(study_dir)
+    if not (folder / "config.yaml").is_file():
+        raise FileNotFoundError(f"{folder / 'config.yaml'}: no recorded config for run {run_id!r} of {study_dir}")
+    return folder
+
+
+def committed_config(study_dir: str | os.PathLike, run_id: str) -> dict:
+    """The resolved training config the study recorded for ``run_id`` (unpacking the study's runs if needed)."""
+    from ..train.config_file import load_config_file
+
+    return load_config_file(_run_folder(Path(study_dir), run_id) / "config.yaml")
+
+
+def committed_metric(study_dir: str | os.PathLike, run_id: str) -> float | None:
+    """The test metric ``runs.csv`` records for ``run_id`` (``None`` when the run has none)."""
+    with open(Path(study_dir) / "runs.csv", newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if row["run_id"] == run_id:
+                return float(row["test"]) if row["test"] not in ("", None) else None
+    raise KeyError(f"run {run_id!r} is not in {Path(study_dir) / 'runs.csv'}")
+
+
+def is_finished(run_dir: str | os.PathLike) -> bool:
+    """Whether ``run_dir`` holds a run that ended (its ``summary.json`` is written last, at the end)."""
+    return (Path(run_dir) / "summary.json").is_file()
+
+
+def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLike, *, threads: int = 1,
+                quiet: bool = True) -> Path:
+    """Train ``run_id`` of the study in ``study_dir`` again, into ``out``, on ``threads`` CPU threads; a finished
+    ``out`` is kept as it is, an unfinished one (a process ended mid-run) is removed and trained from the start.
+    Returns ``out``."""
+    import contextlib
+    import io
+
+    import torch
+
+    from ..train.runner import run as train_run
+
+    out = Path(out)
+    if is_finished(out):
+        return out
+    raw = committed_config(study_dir, run_id)
+    raw["run"]["out_dir"] = str(out)
+    raw["run"]["progress"] = "none"
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(threads)
+    sink = io.StringIO() if quiet else None
+    with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+        train_run(raw, out=out)
+    return out
+
+
+def retrained_metric(run_dir: str | os.PathLike, classification: bool) -> float | None:
+    """The test metric of a finished run directory, as the study computes it (accuracy in %, bits per byte)."""
+    from .results import Metric
+
+    metric = Metric.for_language_model(not classification)
+    records = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines() if line]
+    tests = [r for r in records if r.get("split") == "test"]
+    return metric.from_record(tests[-1]) if tests else None

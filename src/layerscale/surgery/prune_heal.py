@@ -1,0 +1,63 @@
+"""Healing a pruned model: a short fine-tune with its source run's own recipe (``layerscale prune --heal-steps``).
+
+The pruned model is written as a model folder with the run's training config rewritten for its new depth
+(:func:`~layerscale.surgery.surgery_output.train_config_text`), and trained ``steps`` steps through
+:func:`layerscale.train.runner.run` with the run's data, seed, optimizer and rate: ``optim.max_steps = steps``,
+warmup ``min(optim.warmup_steps, steps // 10)``, the run's cosine schedule over the ``steps``, no test-split
+evaluation (the caller measures the healed model on its own data). The healed
+weights are loaded back into the model. Healing after pruning follows Gromov et al. 2024 (§3.2, "healing" with a
+short fine-tune) and Men et al. 2024 (ShortGPT, §4.3, post-training after removal).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from torch import nn
+
+__all__ = ["heal_pruned"]
+
+
+def heal_pruned(model: nn.Module, source, steps: int, out: str | Path | None = None, *,
+                quiet: bool = False):
+    """Fine-tune ``model`` (on the CPU, in place) for ``steps`` steps with the recipe of ``source.run`` (a
+    :class:`~layerscale.surgery.model_files.SourceModel` read from a training run). The healing run is kept in
+    ``out`` (a new folder) or, by default, in a temporary folder that is removed. ``quiet`` silences the
+    trainer's lines. Returns the trainer's result (``run_dir``, ``checkpoint``, ...)."""
+    from ..checkpoint_io import read_state_dict_file
+    from ..train.config_file import load_config_file
+    from ..train.runner import run as train_run
+    from .model_files import TRAIN_CONFIG_NAME, write_model_folder
+    from .surgery_output import train_config_text
+
+    if source.run is None:
+        raise ValueError("healing needs a training run as the source: its config and data drive the fine-tune")
+    if steps < 1:
+        raise ValueError(f"healing steps must be >= 1, got {steps}")
+    work = Path(tempfile.mkdtemp(prefix=".layerscale-heal-"))
+    try:
+        folder = work / "pruned"
+        write_model_folder(model, source.library, folder, surgery={"operation": "prune"},
+                           extra_files={TRAIN_CONFIG_NAME: train_config_text(model, source.run, folder)})
+        raw = load_config_file(folder / TRAIN_CONFIG_NAME)
+        raw["optim"].update(max_steps=steps, warmup_steps=min(raw["optim"].get("warmup_steps", 0), steps // 10))
+        raw["run"].update(progress="none", checkpoint_every_steps=0, evaluate_test=False)
+        target = Path(out) if out is not None else work / "heal_run"
+        result = _train(train_run, raw, target, quiet)
+        weights = read_state_dict_file(Path(result.checkpoint) / "model.safetensors").tensors
+        model.load_state_dict(weights)
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _train(train_run, raw: dict, out: Path, quiet: bool):
+    if not quiet:
+        return train_run(raw, out=out)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return train_run(raw, out=out)

@@ -1,0 +1,63 @@
+"""``layerscale prune`` on a training run: blocks scored on its validation split, judged on its held-out split,
+healed with its own recipe (:mod:`layerscale.surgery.prune_heal`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from layerscale.cli import main
+from layerscale.surgery import prune_cli
+
+pytest.importorskip("safetensors")
+pytest.importorskip("sklearn")
+
+CONFIG = {
+    "model": {"name": "vit", "embed_dim": 16, "depth": 3, "num_heads": 2, "patch_size": 4},
+    "data": {"name": "digits", "batch_size": 32, "validation_fraction": 0.2},
+    "optim": {"epochs": 1, "max_steps": 4, "warmup_steps": 1, "lr": 3e-3},
+    "run": {"progress": "none", "log_every_steps": 2, "checkpoint_every_steps": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("prune_run")
+    config = root / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    assert main(["train", "--config", str(config), "--out", str(root / "run")]) == 0
+    return root / "run"
+
+
+def test_blocks_are_scored_on_the_validation_split_not_the_evaluated_one(run_dir):
+    from types import SimpleNamespace
+
+    from layerscale.surgery.model_files import read_source_model
+
+    args = SimpleNamespace(data=None, data_path=None, examples=10_000)
+    scoring, evaluation = prune_cli._eval_data(read_source_model(run_dir), args)
+    # digits: 1,797 images, 20 % held out (359); validation: 20 % of the 1,438 training images (287)
+    assert (len(evaluation), len(scoring)) == (359, 287)
+    test_images = {tuple(evaluation.inputs[i].flatten().tolist()) for i in range(len(evaluation))}
+    assert not any(tuple(scoring.inputs[i].flatten().tolist()) in test_images for i in range(len(scoring)))
+
+
+def test_prune_heal_changes_the_pruned_model_and_writes_it_shallower(run_dir, tmp_path, capsys):
+    out, heal_out = tmp_path / "pruned", tmp_path / "heal"
+    assert main(["prune", str(run_dir), "--remove", "1", "--by", "ablation,gamma", "--heal-steps", "3",
+                 "--heal-out", str(heal_out), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "healed 3 steps: loss" in printed
+    summary = json.loads((heal_out / "summary.json").read_text())
+    assert summary["step"] == 3
+    healed = [json.loads(line) for line in (heal_out / "metrics.jsonl").read_text().splitlines()]
+    assert not any(record.get("split") == "test" for record in healed)
+    from layerscale.surgery.model_files import read_source_model
+
+    pruned = read_source_model(out).model
+    assert len(pruned.blocks) == 2
+    before, after = (float(part) for part in printed.split("healed 3 steps: loss ")[1].split(",")[0].split(" -> "))
+    assert before != after
