@@ -9,7 +9,8 @@ Per model (``runs/<run id>/``, git-ignored, resumable stage by stage): ``train/`
 from its committed config, :mod:`layerscale.study.retrain`), ``effective_depth.json`` (``D_δ`` with its bootstrap
 interval at each δ of the design), ``pruning.json`` (Pre-LN and LayerScale models: test loss / accuracy after
 removing the n lowest-scoring blocks per criterion, blocks scored on the validation split, and after healing).
-Committed: ``models.csv``, ``effective_depth.csv``, ``pruning.csv`` and ``results.md`` (scripts/depth_use_report.py).
+Committed: ``models.csv``, ``effective_depth.csv``, ``pruning.csv`` and ``results.md``
+(:mod:`layerscale.study.depth_use_report`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
 STUDY = ROOT / "docs" / "results" / "fashion"
 OUT = ROOT / "docs" / "results" / "depth-use"
 DEPTH = 12
@@ -199,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collect", action="store_true", help="gather finished models into the CSVs, then report")
     parser.add_argument("--report-only", action="store_true", help="results.md from the committed CSVs")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from depth_use_report import write_report
+    from layerscale.study.depth_use_report import write_report
 
     if args.report_only:
         write_report(OUT)

@@ -23,7 +23,9 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
   here, not there");
 - ``depthbench-depth-gain``: each method against itself at the shallowest depth (labelled: added after the runs);
 - ``<study>-compute``: runs and training hours from ``runs.csv``;
-- ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used.
+- ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used;
+- ``depth-use``: the depth-use and pruning evidence of the Fashion study's depth-12 models
+  (docs/results/depth-use, :func:`layerscale.study.depth_use_report.depth_use_sections`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic_io import write_text_atomic
+from .depth_use_report import depth_use_sections
 from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import ResultRow, read_results
@@ -47,6 +50,7 @@ __all__ = ["STUDIES", "Study", "load_study", "render_block", "render_page", "mai
 #: the committed studies, in page order, with the names the page gives them
 STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
            "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
+DEPTH_USE_BLOCK = "depth-use"
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
                     re.DOTALL)
 
@@ -275,18 +279,21 @@ _PER_STUDY = {"primary": _primary, "comparisons": _comparisons, "rates": _rates,
               "compute": _compute}
 
 
-def render_block(name: str, studies: dict[str, Study]) -> str:
-    """The Markdown of the generated block ``name`` (see the module docstring); ``ValueError`` for an unknown one."""
+def render_block(name: str, studies: dict[str, Study], results_dir: str | os.PathLike = "docs/results") -> str:
+    """The Markdown of the generated block ``name`` (see the module docstring) from the tables in ``results_dir``;
+    ``ValueError`` for an unknown one."""
     if name == "glance":
         lines = _glance(studies)
     elif name == "corrections":
         lines = _corrections(studies)
     elif name == "depthbench-depth-gain":
         lines = _depth_gain(studies["depthbench"])
+    elif name == DEPTH_USE_BLOCK:
+        lines = depth_use_sections(Path(results_dir) / "depth-use", level="###")
     else:
         key, _, block = name.partition("-")
         if key not in studies or block not in _PER_STUDY:
-            raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, "
+            raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, depth-use, "
                              f"depthbench-depth-gain or <study>-<block> with study in {', '.join(STUDIES)} and block "
                              f"in {', '.join(_PER_STUDY)}")
         lines = _PER_STUDY[block](studies[key])
@@ -296,7 +303,7 @@ def render_block(name: str, studies: dict[str, Study]) -> str:
 def render_page(text: str, results_dir: str | os.PathLike) -> str:
     """``text`` (the page) with every generated block rewritten from the studies in ``results_dir``."""
     studies = {key: load_study(results_dir, key) for key in STUDIES}
-    return _BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name"), studies) + m.group(4), text)
+    return _BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name"), studies, results_dir) + m.group(4), text)
 
 
 def main(argv: list[str] | None = None) -> int:

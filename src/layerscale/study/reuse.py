@@ -1,5 +1,9 @@
 """Reusing finished runs of an earlier study (``--reuse-from``): a redone study starts from every run of the old
-one that computes exactly what the new design would.
+one whose recipe is exactly the new design's (same config, seed and data order).
+
+Same recipe is not always the same numbers: on another CPU or math-library build the kernels round differently and
+a retrained run drifts from the old record within a few hundred steps (``summary.json``'s ``environment`` records
+what a run ran on from 2026-12-01). A reused run is a draw of the same recipe, as a new run would be.
 
 A run is reused only when all of this holds: the new design lists its run id among its final runs (under
 ``--tuning grid`` every rate it tries; under ``halving``, the shared rate, the only final rate known before tuning);

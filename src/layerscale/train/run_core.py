@@ -26,6 +26,7 @@ from ..paths import describe_non_file
 from .auto_policy import choose_compile
 from .budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
+from .environment import run_environment
 from .checkpoint import (
     CHECKPOINT_DIR,
     MODEL_FILE,
@@ -236,7 +237,8 @@ def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data:
             summary = {"step": trainer.state.step, "epoch": trainer.state.epoch, "metrics": final,
                        "test": trainer.state.test_eval, "stopped_early_at": trainer.early_stopping.stopped_step,
                        "total_steps": trainer.total_steps, "checkpoint": str(last) if last else None,
-                       "model": {"name": cfg.model.name, "args": model_args}}
+                       "model": {"name": cfg.model.name, "args": model_args},
+                       "environment": run_environment(ctx.device)}
             write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
         return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last)
     finally:

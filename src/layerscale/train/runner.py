@@ -10,7 +10,8 @@ Run directory::
     RUN_DIR/config.yaml          the resolved config (every key, defaults filled in)
     RUN_DIR/metrics.jsonl        one JSON record per line (train / eval / callback records)
     RUN_DIR/checkpoints/step_N/  model.safetensors + train_state.pt (the last run.keep_checkpoints)
-    RUN_DIR/summary.json         written at the end: final step, metrics, last checkpoint, model name + arguments
+    RUN_DIR/summary.json         written at the end: final step, metrics, last checkpoint, model name + arguments,
+                                 the environment (torch, CPU, threads, device: train/environment.py)
     RUN_DIR/tensorboard/         with run.tensorboard: true
     RUN_DIR/.lock                held (flock) by the live process training the run; a second one is refused
 """
