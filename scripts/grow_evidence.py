@@ -1,0 +1,496 @@
+#!/usr/bin/env python
+"""Growing a trained model deeper: the runs of docs/results/grow/DESIGN.md (issue 29).
+
+    python scripts/grow_evidence.py --estimate                                        # the runs, per source and arm
+    python scripts/grow_evidence.py --shard 0/2 & python scripts/grow_evidence.py --shard 1/2   # train + analyse
+    python scripts/grow_evidence.py --collect        # the per-run records into the committed CSVs + results.md
+    python scripts/grow_evidence.py --report-only    # results.csv and results.md from runs.csv, sources.csv and
+                                                     # effective_depth.csv alone
+
+Per source (``runs/<source>/``, git-ignored, resumable):
+
+- ``source/``: the committed run retrained from its recorded config (:func:`layerscale.study.retrain.retrain_run`);
+- ``grown/``: ``layerscale grow source --insert L --where every:1 --init copy --gamma 0`` (a model folder);
+- ``source.json``: the committed and retrained test metrics, and the source's and the grown model's loss and
+  accuracy on the whole test split before any training (the identity check);
+- ``<arm>-lr<rate>-s<seed>/``: one training run of an arm (a: continue the source; b: grown, train all; c: grown,
+  ``optim.trainable=new_blocks``; d: the grown shape from scratch for source steps + E), its config the source's
+  recorded config with only the design's keys changed (:func:`arm_config`); ``diverged.json`` when it diverged;
+- ``depth/<name>.json``: ``D_δ`` with its bootstrap interval (``layerscale.analysis.analyze_run``, its defaults,
+  at most 2,000 test examples) of the source and of every final model at its arm's chosen rate.
+
+A finished run (``summary.json``) or a diverged one is kept; an unfinished one (a process ended mid-run) is removed
+and trained from its start. Every record is written to a temporary file and renamed into place. Shards share the
+sources: the first shard that needs one trains and grows it under a file lock, the others wait for it. Running a
+shard again after every training run has ended completes the effective-depth analyses (they need every cell's
+rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
+rates: the design reads the other rates' test splits but never reports them), ``effective_depth.csv``,
+``results.csv`` and ``results.md`` (scripts/grow_evidence_report.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import csv
+import io
+import json
+import math
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "results" / "grow"
+SOURCES = (
+    {"key": "fashion", "study": "docs/results/fashion", "run_id": "layerscale-d12-lr0.001-s0"},
+    {"key": "lm", "study": "docs/results/lm", "run_id": "layerscale-d24-lr0.001-s0"},
+)
+ARMS = ("a", "b", "c", "d")
+RATES = (3e-4, 1e-3, 3e-3)
+SEEDS = (0, 1, 2)
+EXAMPLES = 2000           # at most this many test examples for the effective depth
+WARMUP_FRACTION = 0.05    # of each arm's own budget
+GROWN_ARMS = ("b", "c")
+
+
+@dataclass
+class Design:
+    """What is run: the sources (``key``, ``study`` folder, ``run_id``), the rates and seeds of every arm, the work
+    and output folder (``runs/`` inside it), and the effective depth's test examples."""
+
+    out: Path = OUT
+    sources: tuple = SOURCES
+    rates: tuple = RATES
+    seeds: tuple = SEEDS
+    examples: int = EXAMPLES
+    arms: tuple = field(default=ARMS)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Design:
+        """A design from a JSON file (``out``, ``sources``, ``rates``, ``seeds``, ``examples``): for tests and dry
+        runs; relative paths are taken from the file's folder."""
+        path = Path(path)
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        base = path.resolve().parent
+        return cls(out=(base / raw["out"]), sources=tuple(raw["sources"]),
+                   rates=tuple(float(r) for r in raw.get("rates", RATES)),
+                   seeds=tuple(int(s) for s in raw.get("seeds", SEEDS)), examples=int(raw.get("examples", EXAMPLES)))
+
+    def study(self, source: dict) -> Path:
+        path = Path(source["study"])
+        return path if path.is_absolute() else ROOT / path
+
+    def folder(self, key: str) -> Path:
+        return self.out / "runs" / key
+
+
+def run_name(arm: str, lr: float, seed: int) -> str:
+    return f"{arm}-lr{lr:g}-s{seed}"
+
+
+def units(design: Design) -> list[dict]:
+    """Every training run of the arms, seed by seed, so that every shard's share (every N-th run) mixes sources,
+    arms and rates."""
+    return [{"source": s["key"], "arm": arm, "lr": lr, "seed": seed}
+            for seed in design.seeds for s in design.sources for arm in design.arms for lr in design.rates]
+
+
+# --- the arms' configs --------------------------------------------------------------------------------------------
+
+def warmup_steps(steps: int) -> int:
+    """5 % of a budget, rounded half up, at least one step."""
+    return max(1, math.floor(WARMUP_FRACTION * steps + 0.5))
+
+
+def arm_config(source_raw: dict, arm: str, lr: float, seed: int, *, source_steps: int, source_dir: str | Path,
+               grown_dir: str | Path, out: str | Path) -> dict:
+    """The config of one run of ``arm``: the source's recorded config with only what the design changes.
+
+    Every arm: ``optim.max_steps`` (E = ``source_steps``; (d): ``source_steps + E``), ``optim.warmup_steps`` (5 %
+    of that), ``optim.lr``, ``run.seed`` (the data order of the extra training; (d): also its initial weights),
+    ``run.out_dir`` and ``run.progress``; ``optim.epochs`` grows by the factor (d)'s longer budget needs, so the
+    epochs never cap ``max_steps``. (a): ``run.init_from`` the source run. (b): ``run.init_from`` the grown model
+    folder and ``model.depth`` twice the source's. (c): (b) and ``optim.trainable: new_blocks``. (d):
+    ``model.depth`` twice the source's, random initial weights."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; expected one of {ARMS}")
+    raw = copy.deepcopy(source_raw)
+    steps = source_steps * (2 if arm == "d" else 1)
+    factor = math.ceil(steps / source_steps)
+    raw["optim"]["epochs"] = int(raw["optim"]["epochs"]) * factor
+    raw["optim"]["max_steps"] = steps
+    raw["optim"]["warmup_steps"] = warmup_steps(steps)
+    raw["optim"]["lr"] = float(lr)
+    raw["run"]["seed"] = int(seed)
+    raw["run"]["out_dir"] = str(out)
+    raw["run"]["progress"] = "none"
+    depth = int(raw["model"]["depth"])
+    if arm == "a":
+        raw["run"]["init_from"] = str(source_dir)
+    if arm in GROWN_ARMS:
+        raw["run"]["init_from"] = str(grown_dir)
+        raw["model"]["depth"] = 2 * depth
+    if arm == "c":
+        raw["optim"]["trainable"] = "new_blocks"
+    if arm == "d":
+        raw["model"]["depth"] = 2 * depth
+    return raw
+
+
+# --- records --------------------------------------------------------------------------------------------------------
+
+def _write_json(path: Path, payload) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _records(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def train_seconds(run_dir: Path) -> float | None:
+    """Seconds from the start of training to its last training or validation record (metrics.jsonl's ``time``)."""
+    times = [float(r["time"]) for r in _records(run_dir) if r.get("split") in ("train", "eval") and "time" in r]
+    return max(times) if times else None
+
+
+def run_outcome(run_dir: Path, classification: bool) -> dict:
+    """status (finished, diverged, pending), the last validation metric, the test metric, steps and seconds."""
+    from layerscale.study.results import Metric
+    from layerscale.study.retrain import is_finished
+
+    metric = Metric.for_language_model(not classification)
+    records = _records(run_dir)
+    evals = [r for r in records if r.get("split") == "eval"]
+    tests = [r for r in records if r.get("split") == "test"]
+    trains = [r for r in records if r.get("split") == "train"]
+    if is_finished(run_dir):
+        status = "finished"
+        steps = int(json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["step"])
+    elif (run_dir / "diverged.json").is_file():
+        status = "diverged"
+        steps = json.loads((run_dir / "diverged.json").read_text(encoding="utf-8")).get("step")
+    else:
+        status, steps = "pending", None
+    if steps is None and trains:
+        steps = int(trains[-1]["step"])
+    val = metric.from_record(evals[-1]) if evals and status == "finished" else None
+    test = metric.from_record(tests[-1]) if tests and status == "finished" else None
+    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": train_seconds(run_dir)}
+
+
+# --- sources ----------------------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _grow(source_dir: Path, grown_dir: Path, depth: int) -> None:
+    """``layerscale grow SOURCE --insert L --where every:1 --init copy --gamma 0 --out GROWN`` (written into a
+    temporary folder, renamed into place)."""
+    from layerscale.surgery import grow_cli
+
+    tmp = grown_dir.with_name(grown_dir.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    parser = argparse.ArgumentParser()
+    grow_cli.add_arguments(parser)
+    args = parser.parse_args([str(source_dir), "--insert", str(depth), "--where", "every:1", "--init", "copy",
+                              "--gamma", "0", "--out", str(tmp)])
+    with contextlib.redirect_stdout(io.StringIO()):
+        grow_cli.run(args)
+    tmp.replace(grown_dir)
+
+
+def _identity_check(source_dir: Path, grown_dir: Path) -> dict:
+    """The source's and the grown model's mean loss and accuracy on the whole test split, before any training."""
+    from layerscale.analysis.evaluation import as_eval_set
+    from layerscale.analysis.source import load_run_model
+    from layerscale.surgery.model_files import read_source_model
+    from layerscale.surgery.prune_eval import evaluate
+    from layerscale.train.config import TrainConfig
+    from layerscale.train.config_file import load_config_file
+    from layerscale.train.data_setup import load_train_data
+
+    data = load_train_data(TrainConfig.from_dict(load_config_file(source_dir / "config.yaml")))
+    test = as_eval_set(data.eval)
+    source = evaluate(load_run_model(source_dir, train_data=data).model, test)
+    grown = evaluate(read_source_model(grown_dir).model, test)
+    return {"examples": len(test.targets), "source_loss": source.loss, "source_accuracy": source.accuracy,
+            "grown_loss": grown.loss, "grown_accuracy": grown.accuracy,
+            "identical": source.loss == grown.loss and source.accuracy == grown.accuracy}
+
+
+def ensure_source(design: Design, source: dict) -> dict:
+    """Train (retrain), grow and check one source once, under a lock shared by the shards; returns its record."""
+    from layerscale.study.retrain import committed_metric, retrain_run, retrained_metric
+
+    folder = design.folder(source["key"])
+    record_path = folder / "source.json"
+    with _locked(folder.parent / f"{source['key']}.lock"):
+        if record_path.is_file():
+            return json.loads(record_path.read_text(encoding="utf-8"))
+        study = design.study(source)
+        source_dir = folder / "source"
+        started = time.time()
+        retrain_run(study, source["run_id"], source_dir)
+        print(f"{source['key']}: source trained ({time.time() - started:.0f} s)", flush=True)
+        raw = _load_config(source_dir)
+        classification = raw["model"]["name"] != "gpt"
+        grown_dir = folder / "grown"
+        if not (grown_dir / "config.json").is_file():
+            _grow(source_dir, grown_dir, int(raw["model"]["depth"]))
+        check = _identity_check(source_dir, grown_dir)
+        outcome = run_outcome(source_dir, classification)
+        record = {"source": source["key"], "study": source["study"], "run_id": source["run_id"],
+                  "classification": classification, "depth": int(raw["model"]["depth"]),
+                  "lr": float(raw["optim"]["lr"]), "seed": int(raw["run"]["seed"]),
+                  "steps": outcome["steps"], "train_s": outcome["train_s"], "val": outcome["val"],
+                  "committed_test": committed_metric(study, source["run_id"]),
+                  "retrained_test": retrained_metric(source_dir, classification), **check}
+        _write_json(record_path, record)
+        print(f"{source['key']}: grown; identical before training: {check['identical']}", flush=True)
+        return record
+
+
+def _load_config(run_dir: Path) -> dict:
+    from layerscale.train.config_file import load_config_file
+
+    return load_config_file(run_dir / "config.yaml")
+
+
+# --- training runs ---------------------------------------------------------------------------------------------------
+
+def train_unit(design: Design, unit: dict) -> None:
+    """One run of an arm; a finished or diverged run is kept, an unfinished one is trained again from its start."""
+    import torch
+
+    from layerscale.study.retrain import committed_config, is_finished
+    from layerscale.train.nonfinite import NonFiniteError
+    from layerscale.train.runner import run as train_run
+
+    source = next(s for s in design.sources if s["key"] == unit["source"])
+    folder = design.folder(source["key"])
+    run_dir = folder / run_name(unit["arm"], unit["lr"], unit["seed"])
+    if is_finished(run_dir) or (run_dir / "diverged.json").is_file():
+        return
+    record = ensure_source(design, source)
+    raw = arm_config(committed_config(design.study(source), source["run_id"]), unit["arm"], unit["lr"],
+                     unit["seed"], source_steps=int(record["steps"]), source_dir=folder / "source",
+                     grown_dir=folder / "grown", out=run_dir)
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    torch.set_num_threads(1)
+    started = time.time()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            train_run(raw, out=run_dir)
+    except NonFiniteError as exc:
+        _write_json(run_dir / "diverged.json", {"message": str(exc), "step": _diverged_step(str(exc))})
+        print(f"{source['key']}/{run_dir.name}: diverged", flush=True)
+        return
+    print(f"{source['key']}/{run_dir.name}: trained ({time.time() - started:.0f} s)", flush=True)
+
+
+def _diverged_step(message: str) -> int | None:
+    import re
+
+    found = re.search(r"step (\d+)", message)
+    return int(found.group(1)) if found else None
+
+
+# --- rate choice and effective depth -----------------------------------------------------------------------------------
+
+def arm_rows(design: Design, source: dict, classification: bool) -> list[dict]:
+    """One row per run of the source's arms (pending runs included)."""
+    folder = design.folder(source["key"])
+    rows = []
+    for arm in design.arms:
+        for lr in design.rates:
+            for seed in design.seeds:
+                outcome = run_outcome(folder / run_name(arm, lr, seed), classification)
+                rows.append({"source": source["key"], "arm": arm, "lr": lr, "seed": seed, **outcome})
+    return rows
+
+
+def depth_units(design: Design) -> list[tuple[str, str, Path]]:
+    """``(source, name, run directory)`` of every model whose effective depth the design reports and that exists
+    now: each source, and every finished run at its arm's chosen rate (once all of the arm's runs have ended)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from grow_evidence_report import chosen_rates
+
+    found = []
+    for source in design.sources:
+        folder = design.folder(source["key"])
+        record_path = folder / "source.json"
+        if not record_path.is_file():
+            continue
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        found.append((source["key"], "source", folder / "source"))
+        rows = arm_rows(design, source, record["classification"])
+        for (key, arm), choice in sorted(chosen_rates(rows, record["classification"]).items()):
+            for row in rows:
+                if row["arm"] == arm and row["lr"] == choice.lr and row["status"] == "finished":
+                    found.append((key, run_name(arm, row["lr"], row["seed"]), folder / run_name(arm, row["lr"],
+                                                                                             row["seed"])))
+    return found
+
+
+def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
+    """``D_δ`` of one model (the analysis defaults, at most ``design.examples`` test examples), kept once written."""
+    import torch
+
+    from layerscale.analysis import analyze_run, effective_depth_interval
+
+    path = design.folder(key) / "depth" / f"{name}.json"
+    if path.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    started = time.process_time()
+    result = analyze_run(run_dir, max_examples=design.examples)
+    depth, low, high = effective_depth_interval(result)
+    s = result.summary
+    _write_json(path, {"source": key, "model": name, "depth": s.depth, "effective_depth": depth, "low": low,
+                       "high": high, "tolerance": s.tolerance, "level": s.level, "examples": result.num_examples,
+                       "clean_loss": result.clean_loss, "cpu_s": time.process_time() - started})
+    print(f"{key}/{name}: effective depth {depth} [{low:g}, {high:g}]", flush=True)
+
+
+# --- collect ------------------------------------------------------------------------------------------------------------
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else value
+
+
+def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _csv_value(row.get(k)) for k in fields})
+    tmp.replace(path)
+
+
+SOURCE_FIELDS = ["source", "study", "run_id", "classification", "depth", "lr", "seed", "steps", "train_s", "val",
+                 "committed_test", "retrained_test", "examples", "source_loss", "source_accuracy", "grown_loss",
+                 "grown_accuracy", "identical"]
+RUN_FIELDS = ["source", "arm", "lr", "seed", "status", "val", "test", "train_s", "steps"]
+DEPTH_FIELDS = ["source", "model", "arm", "lr", "seed", "depth", "effective_depth", "low", "high", "tolerance",
+                "examples", "clean_loss", "cpu_s"]
+
+
+def collect(design: Design) -> None:
+    """The per-run records into sources.csv, runs.csv and effective_depth.csv (test metrics of the chosen rates
+    only)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from grow_evidence_report import chosen_rates
+
+    sources, runs, depths = [], [], []
+    for source in design.sources:
+        folder = design.folder(source["key"])
+        if not (folder / "source.json").is_file():
+            continue
+        record = json.loads((folder / "source.json").read_text(encoding="utf-8"))
+        sources.append(record)
+        rows = arm_rows(design, source, record["classification"])
+        chosen = chosen_rates(rows, record["classification"])
+        for row in rows:
+            choice = chosen.get((row["source"], row["arm"]))
+            if choice is None or row["lr"] != choice.lr:
+                row["test"] = None  # read by the run, never reported (DESIGN.md: only for the chosen rate)
+            row["train_s"] = None if row["train_s"] is None else round(row["train_s"], 1)
+        runs += rows
+        for path in sorted((folder / "depth").glob("*.json")):
+            d = json.loads(path.read_text(encoding="utf-8"))
+            arm, lr, seed = _parse_name(d["model"])
+            depths.append({"source": source["key"], "model": d["model"], "arm": arm, "lr": lr, "seed": seed,
+                           "depth": d["depth"], "effective_depth": d["effective_depth"], "low": d["low"],
+                           "high": d["high"], "tolerance": d["tolerance"], "examples": d["examples"],
+                           "clean_loss": d["clean_loss"], "cpu_s": round(d["cpu_s"], 1)})
+    design.out.mkdir(parents=True, exist_ok=True)
+    write_csv(design.out / "sources.csv", sources, SOURCE_FIELDS)
+    write_csv(design.out / "runs.csv", runs, RUN_FIELDS)
+    write_csv(design.out / "effective_depth.csv", depths, DEPTH_FIELDS)
+    finished = sum(r["status"] != "pending" for r in runs)
+    print(f"collected {len(sources)} sources, {finished} of {len(runs)} runs ended, {len(depths)} effective depths")
+
+
+def _parse_name(name: str) -> tuple[str, float | None, int | None]:
+    if name == "source":
+        return "source", None, None
+    arm, lr, seed = name.split("-")
+    return arm, float(lr[2:]), int(seed[1:])
+
+
+# --- main ---------------------------------------------------------------------------------------------------------------
+
+def estimate(design: Design) -> str:
+    lines = [f"{len(design.sources)} sources (retrained once each, then grown), and per source:"]
+    for arm in design.arms:
+        lines.append(f"  arm {arm}: {len(design.rates)} rates x {len(design.seeds)} seeds = "
+                     f"{len(design.rates) * len(design.seeds)} runs")
+    total = len(design.sources) * (1 + len(design.arms) * len(design.rates) * len(design.seeds))
+    lines.append(f"{total} runs in all (DESIGN.md: about 7 CPU-hours), plus D_δ of "
+                 f"{len(design.sources) * (1 + len(design.arms) * len(design.seeds))} models")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=estimate(Design()), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th run from the I-th (default 0/1), "
+                                                       "then that share of the effective-depth analyses")
+    parser.add_argument("--collect", action="store_true", help="gather the records into the CSVs, then report")
+    parser.add_argument("--report-only", action="store_true", help="results.csv and results.md from the CSVs")
+    parser.add_argument("--estimate", action="store_true", help="list the runs per source and arm")
+    parser.add_argument("--design", default=None, help=argparse.SUPPRESS)  # a JSON design (tests)
+    args = parser.parse_args(argv)
+    design = Design.from_file(args.design) if args.design else Design()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from grow_evidence_report import write_report
+
+    if args.estimate:
+        print(estimate(design))
+        return 0
+    if args.report_only:
+        write_report(design.out)
+        return 0
+    if args.collect:
+        collect(design)
+        write_report(design.out)
+        return 0
+    index, count = (int(part) for part in args.shard.split("/"))
+    if not 0 <= index < count:
+        parser.error(f"--shard {args.shard}: expected I/N with 0 <= I < N")
+    for source in design.sources[index::count]:  # the sources first, one shard each where there are enough
+        ensure_source(design, source)
+    for unit in units(design)[index::count]:
+        train_unit(design, unit)
+    for key, name, run_dir in depth_units(design)[index::count]:
+        analyse(design, key, name, run_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
