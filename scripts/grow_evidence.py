@@ -112,7 +112,8 @@ def arm_config(source_raw: dict, arm: str, lr: float, seed: int, *, source_steps
 
     Every arm: ``optim.max_steps`` (E = ``source_steps``; (d): ``source_steps + E``), ``optim.warmup_steps`` (5 %
     of that), ``optim.lr``, ``run.seed`` (the data order of the extra training; (d): also its initial weights),
-    ``run.out_dir`` and ``run.progress``; ``optim.epochs`` grows by the factor (d)'s longer budget needs, so the
+    ``run.out_dir``, ``run.progress`` and ``run.patience`` (0: no early stopping, so every arm trains exactly its
+budget); ``optim.epochs`` grows by the factor (d)'s longer budget needs, so the
     epochs never cap ``max_steps``. (a): ``run.init_from`` the source run. (b): ``run.init_from`` the grown model
     folder and ``model.depth`` twice the source's. (c): (b) and ``optim.trainable: new_blocks``. (d):
     ``model.depth`` twice the source's, random initial weights."""
@@ -128,6 +129,7 @@ def arm_config(source_raw: dict, arm: str, lr: float, seed: int, *, source_steps
     raw["run"]["seed"] = int(seed)
     raw["run"]["out_dir"] = str(out)
     raw["run"]["progress"] = "none"
+    raw["run"]["patience"] = 0  # every arm gets exactly its budget (DESIGN.md addendum of 14:30 UTC)
     depth = int(raw["model"]["depth"])
     if arm == "a":
         raw["run"]["init_from"] = str(source_dir)

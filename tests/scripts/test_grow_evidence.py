@@ -69,7 +69,7 @@ def test_each_arm_changes_exactly_the_designs_keys(source, steps, expected, lr, 
     for arm, changes in expected.items():
         raw = grow_evidence.arm_config(source, arm, lr, seed, source_steps=steps, source_dir="SRC",
                                        grown_dir="GROWN", out="OUT")
-        wanted = {**changes, "optim.lr": lr, "run.seed": seed, "run.out_dir": "OUT"}
+        wanted = {**changes, "optim.lr": lr, "run.seed": seed, "run.out_dir": "OUT", "run.patience": 0}
         flat = _flat(raw)
         assert {k: flat[k] for k in wanted} == wanted, arm  # every key the design sets has its value
         # and nothing else changed (a key already at its value is no change: the LM's 1200 steps, warmup 60)
