@@ -51,9 +51,14 @@ def test_the_page_is_what_the_generator_makes_of_the_committed_tables():
     assert render_page(text, RESULTS) == text, "docs/RESULTS.md drifted: run python scripts/results_page.py"
 
 
+def _without_depth_use(text: str) -> str:
+    """The page without its depth-use block, whose intervals come from docs/results/depth-use's own tables."""
+    return re.sub(r"<!-- generated: depth-use -->.*?<!-- end generated: depth-use -->", "", text, flags=re.DOTALL)
+
+
 def test_every_interval_on_the_page_is_an_interval_of_the_tables_at_its_printed_precision():
     rows = _rows()
-    found = INTERVAL.findall(PAGE.read_text(encoding="utf-8"))
+    found = INTERVAL.findall(_without_depth_use(PAGE.read_text(encoding="utf-8")))
     assert len(found) > 100  # the page's tables and sentences
     differing = [f"{m} [{a}, {b}]" for m, a, b in found if not any(_matches((m, a, b), r) for r in rows)]
     assert not differing, f"intervals on docs/RESULTS.md that no results.csv row gives: {differing}"
@@ -78,3 +83,18 @@ def test_at_a_glance_cites_only_the_primary_families():
 def test_an_unknown_generated_block_is_refused(block):
     with pytest.raises(ValueError, match="unknown generated block"):
         render_page(f"<!-- generated: {block} -->\n<!-- end generated: {block} -->\n", RESULTS)
+
+
+def test_the_depth_use_report_is_what_its_committed_tables_give(tmp_path):
+    import shutil
+
+    from layerscale.study.depth_use_report import write_report
+
+    folder = RESULTS / "depth-use"
+    if not (folder / "models.csv").is_file():
+        pytest.skip("the depth-use evidence has no committed tables yet")
+    for name in ("models.csv", "effective_depth.csv", "pruning.csv"):
+        if (folder / name).is_file():
+            shutil.copy(folder / name, tmp_path / name)
+    write_report(tmp_path)
+    assert (tmp_path / "results.md").read_bytes() == (folder / "results.md").read_bytes()
