@@ -98,3 +98,11 @@ def test_report_rebuilds_byte_identically_and_prints_the_intervals(out):
     assert cell.high > 12 and f"{cell.mean:.1f} [{cell.low:.1f}, 12.0†]" in text  # truncated to [0, 12]
     assert "| ablation | 169 steps |" in text and "primary (Holm)" in text
     assert not math.isnan(cell.low)
+
+
+def test_the_glance_line_states_both_primary_verdicts_and_nothing_before_them(out, tmp_path_factory):
+    line = report.primary_glance(out)
+    assert line.startswith("- Depth use and pruning") and line.count("Holm-adjusted p") == 2
+    diff = welch_interval(mean_interval([12, 12, 12]), mean_interval([12, 11, 11]))
+    assert f"{diff.mean:+.1f} [{diff.low:.1f}, {diff.high:.1f}] blocks" in line
+    assert report.primary_glance(tmp_path_factory.mktemp("empty")) is None

@@ -248,6 +248,26 @@ def depth_use_sections(out: Path, level: str = "##") -> list[str]:
     return [level + line[2:] if line.startswith("## ") else line for line in lines]
 
 
+def primary_glance(out: Path) -> str | None:
+    """One line with the primary family's Holm-adjusted verdicts (docs/RESULTS.md's "At a glance"); ``None``
+    before both primary comparisons have their models."""
+    comparisons = _Comparisons()
+    _depth_section(_read(out / "effective_depth.csv"), comparisons)
+    pruning = _read(out / "pruning.csv")
+    if pruning:
+        _pruning_rows(pruning, comparisons)
+    comparisons.adjust()
+    primary = [r for r in comparisons.rows if r["primary"]]
+    if len(primary) < len(PRIMARY):
+        return None
+    names = {"effective depth": f"effective depth `D_{PRIMARY_DELTA:g}`",
+             "removable": f"blocks removable within {PRIMARY_DELTA:g} nats after healing (ablation criterion)"}
+    parts = [f"{names[r['what']]} {format_interval(r['diff'], 1, True)} blocks: **{_verdict(r)}** "
+             f"(Holm-adjusted p {format_p(r.get('p_adj'))})" for r in primary]
+    return (f"- Depth use and pruning of the Fashion-MNIST depth-12 models, layerscale against prenorm, primary "
+            f"family of {len(primary)} comparison(s): " + "; ".join(parts) + ".")
+
+
 def write_report(out: Path) -> None:
     """``out/results.md`` from the CSVs in ``out`` (temporary file, then rename)."""
     lines = ["# Depth use and pruning of the Fashion-MNIST depth-12 models", "",

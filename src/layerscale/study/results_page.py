@@ -14,7 +14,8 @@ scripts/results_page.py`` rewrites the page; ``--check`` says whether it is curr
 
 Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 
-- ``glance``: the primary families' Holm-adjusted verdicts only (rows with ``family = primary``);
+- ``glance``: the primary families' Holm-adjusted verdicts only (rows with ``family = primary``, and the
+  depth-use evidence's primary family);
 - ``<study>-primary``: the primary family's table (difference, raw and Holm-adjusted p, verdict);
 - ``<study>-comparisons``: every other comparison against the reference, both tables (exploratory, BH-adjusted);
 - ``<study>-rates``: the rate each cell chose, and for cells at an edge of the grid the full-budget validation
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic_io import write_text_atomic
-from .depth_use_report import depth_use_sections
+from .depth_use_report import depth_use_sections, primary_glance
 from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import ResultRow, read_results
@@ -123,7 +124,7 @@ def _primary_rows(study: Study) -> list[ResultRow]:
     return [r for r in study.rows if r.family == "primary"]
 
 
-def _glance(studies: dict[str, Study]) -> list[str]:
+def _glance(studies: dict[str, Study], results_dir: str | os.PathLike) -> list[str]:
     lines = []
     for key, study in studies.items():
         rows = _primary_rows(study)
@@ -131,7 +132,8 @@ def _glance(studies: dict[str, Study]) -> list[str]:
                  f"(Holm-adjusted p {format_p(r.p())})" for r in rows]
         lines.append(f"- {STUDIES[key]}, against {study.reference} at each method's tuned rate, primary family of "
                      f"{len(rows)} comparison(s): " + "; ".join(parts) + ".")
-    return lines
+    depth_use = primary_glance(Path(results_dir) / "depth-use")
+    return lines + ([depth_use] if depth_use else [])
 
 
 def _primary(study: Study) -> list[str]:
@@ -283,7 +285,7 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
     """The Markdown of the generated block ``name`` (see the module docstring) from the tables in ``results_dir``;
     ``ValueError`` for an unknown one."""
     if name == "glance":
-        lines = _glance(studies)
+        lines = _glance(studies, results_dir)
     elif name == "corrections":
         lines = _corrections(studies)
     elif name == "depthbench-depth-gain":
