@@ -61,3 +61,21 @@ def test_prune_heal_changes_the_pruned_model_and_writes_it_shallower(run_dir, tm
     assert len(pruned.blocks) == 2
     before, after = (float(part) for part in printed.split("healed 3 steps: loss ")[1].split(",")[0].split(" -> "))
     assert before != after
+
+
+def test_heal_lr_sets_the_healing_runs_peak_rate(run_dir, tmp_path, capsys):
+    import yaml
+
+    heal_out = tmp_path / "heal"
+    assert main(["prune", str(run_dir), "--blocks", "1", "--heal-steps", "2", "--heal-lr", "1e-4",
+                 "--heal-out", str(heal_out), "--out", str(tmp_path / "pruned")]) == 0
+    optim = yaml.safe_load((heal_out / "config.yaml").read_text())["optim"]
+    assert (optim["lr"], optim["min_lr"], optim["max_steps"]) == (1e-4, 1e-5, 2)
+
+
+@pytest.mark.parametrize("extra, match", [(["--heal-lr", "0", "--heal-steps", "2"], "--heal-lr must be > 0"),
+                                          (["--heal-lr", "1e-4"], "--heal-lr needs --heal-steps")])
+def test_a_bad_heal_lr_is_one_line_and_writes_nothing(run_dir, tmp_path, capsys, extra, match):
+    out = tmp_path / "pruned"
+    assert main(["prune", str(run_dir), "--blocks", "1", "--out", str(out), *extra]) == 2
+    assert match in capsys.readouterr().err and not out.exists()

@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=250, help="examples per pass (default 250)")
     parser.add_argument("--heal-steps", type=int, default=0, metavar="K",
                         help="fine-tune the pruned model K steps with the source run's config and data (default 0)")
+    parser.add_argument("--heal-lr", type=float, default=None, metavar="LR",
+                        help="peak rate of the healing fine-tune (default: the source run's own rate)")
     parser.add_argument("--heal-out", default=None, metavar="RUN_DIR",
                         help="keep the healing run here (default: a temporary folder, removed)")
     parser.add_argument("--config", default=None, help="training config building the model of a weights file")
@@ -113,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--remove must be >= 1, got {args.remove}")
     if chosen is not None and args.remove is not None and args.remove != len(set(chosen)):
         raise ValueError(f"--remove {args.remove} but --blocks names {len(set(chosen))} blocks")
+    if args.heal_lr is not None and not args.heal_lr > 0:
+        raise ValueError(f"--heal-lr must be > 0, got {args.heal_lr}")
+    if args.heal_lr is not None and not args.heal_steps:
+        raise ValueError("--heal-lr needs --heal-steps K, the number of healing steps")
     for name, value in (("--heal-steps", args.heal_steps), ("--examples", args.examples - 1),
                         ("--batch-size", args.batch_size - 1)):
         if value < 0:
@@ -149,12 +155,13 @@ def run(args: argparse.Namespace) -> int:
                "by": criteria[0] if args.blocks is None else "blocks"}
     if args.heal_steps:
         before = evaluate(pruned, data, device=args.device, batch_size=args.batch_size)
-        result = heal_pruned(pruned.cpu(), source, args.heal_steps, args.heal_out)
+        result = heal_pruned(pruned.cpu(), source, args.heal_steps, args.heal_out, lr=args.heal_lr)
         after = evaluate(pruned.to(args.device), data, device=args.device, batch_size=args.batch_size)
         print(f"healed {args.heal_steps} steps: loss {before.loss:.4f} -> {after.loss:.4f}, accuracy "
               f"{before.accuracy:.4f} -> {after.accuracy:.4f}"
               + (f" (run {result.run_dir})" if args.heal_out else ""))
-        surgery.update(heal_steps=args.heal_steps, loss_before_heal=before.loss, loss_after_heal=after.loss)
+        surgery.update(heal_steps=args.heal_steps, loss_before_heal=before.loss, loss_after_heal=after.loss,
+                       **({"heal_lr": args.heal_lr} if args.heal_lr is not None else {}))
     pruned.cpu()
     lines = finish_write(pruned, source, dest, surgery)
     print(f"removed blocks {sorted(set(chosen))} of {depth}: {depth - n} blocks left")

@@ -21,11 +21,12 @@ __all__ = ["heal_pruned"]
 
 
 def heal_pruned(model: nn.Module, source, steps: int, out: str | Path | None = None, *,
-                quiet: bool = False):
+                lr: float | None = None, quiet: bool = False):
     """Fine-tune ``model`` (on the CPU, in place) for ``steps`` steps with the recipe of ``source.run`` (a
-    :class:`~layerscale.surgery.model_files.SourceModel` read from a training run). The healing run is kept in
-    ``out`` (a new folder) or, by default, in a temporary folder that is removed. ``quiet`` silences the
-    trainer's lines. Returns the trainer's result (``run_dir``, ``checkpoint``, ...)."""
+    :class:`~layerscale.surgery.model_files.SourceModel` read from a training run), at its peak rate or at ``lr``
+    (its floor ``optim.min_lr`` lowered to ``lr`` when above it). The healing run is kept in ``out`` (a new
+    folder) or, by default, in a temporary folder that is removed. ``quiet`` silences the trainer's lines.
+    Returns the trainer's result (``run_dir``, ``checkpoint``, ...)."""
     from ..checkpoint_io import read_state_dict_file
     from ..train.config_file import load_config_file
     from ..train.runner import run as train_run
@@ -36,6 +37,8 @@ def heal_pruned(model: nn.Module, source, steps: int, out: str | Path | None = N
         raise ValueError("healing needs a training run as the source: its config and data drive the fine-tune")
     if steps < 1:
         raise ValueError(f"healing steps must be >= 1, got {steps}")
+    if lr is not None and not lr > 0:
+        raise ValueError(f"the healing rate must be > 0, got {lr}")
     work = Path(tempfile.mkdtemp(prefix=".layerscale-heal-"))
     try:
         folder = work / "pruned"
@@ -43,6 +46,8 @@ def heal_pruned(model: nn.Module, source, steps: int, out: str | Path | None = N
                            extra_files={TRAIN_CONFIG_NAME: train_config_text(model, source.run, folder)})
         raw = load_config_file(folder / TRAIN_CONFIG_NAME)
         raw["optim"].update(max_steps=steps, warmup_steps=min(raw["optim"].get("warmup_steps", 0), steps // 10))
+        if lr is not None:
+            raw["optim"].update(lr=lr, min_lr=min(raw["optim"].get("min_lr", 0.0), lr))
         raw["run"].update(progress="none", checkpoint_every_steps=0, evaluate_test=False)
         target = Path(out) if out is not None else work / "heal_run"
         result = _train(train_run, raw, target, quiet)
