@@ -104,5 +104,5 @@ def test_the_glance_line_states_both_primary_verdicts_and_nothing_before_them(ou
     line = report.primary_glance(out)
     assert line.startswith("- Depth use and pruning") and line.count("Holm-adjusted p") == 2
     diff = welch_interval(mean_interval([12, 12, 12]), mean_interval([12, 11, 11]))
-    assert f"{diff.mean:+.1f} [{diff.low:.1f}, {diff.high:.1f}] blocks" in line
+    assert f"{diff.mean:+.2f} [{diff.low:.2f}, {diff.high:.2f}] blocks" in line
     assert report.primary_glance(tmp_path_factory.mktemp("empty")) is None

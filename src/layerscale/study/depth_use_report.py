@@ -267,7 +267,7 @@ def primary_glance(out: Path) -> str | None:
         return None
     names = {"effective depth": f"effective depth `D_{PRIMARY_DELTA:g}`",
              "removable": f"blocks removable within {PRIMARY_DELTA:g} nats after healing (ablation criterion)"}
-    parts = [f"{names[r['what']]} {format_interval(r['diff'], 1, True)} blocks: **{_verdict(r)}** "
+    parts = [f"{names[r['what']]} {format_interval(r['diff'], 2, True)} blocks: **{_verdict(r)}** "
              f"(Holm-adjusted p {format_p(r.get('p_adj'))})" for r in primary]
     return (f"- Depth use and pruning of the Fashion-MNIST depth-12 models, layerscale against prenorm, primary "
             f"family of {len(primary)} comparison(s): " + "; ".join(parts) + ".")
