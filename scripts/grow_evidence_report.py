@@ -191,15 +191,19 @@ def _sources_section(sources: list[dict]) -> list[str]:
              "DESIGN.md's addendum) and grown with `layerscale grow --insert L --where every:1 --init copy "
              "--gamma 0`. Test metric of the committed run (runs.csv of its study) and of the retrain; the "
              "retrain's and the grown model's mean loss (nats) and accuracy on the whole test split before any "
-             "training, which must be equal.", "",
+             "training, which must agree: the same accuracy and the loss within 1e-6 of itself (the blocks see "
+             "bitwise the same inputs; the CPU's kernels may round a last bit differently, "
+             "scripts/grow_evidence.py `IDENTITY_RTOL`).", "",
              "| source | run | steps | training seconds | committed test | retrained test | test loss: source / "
-             "grown | test accuracy: source / grown | identical |", "|---|---|---|---|---|---|---|---|---|"]
+             "grown (difference) | test accuracy: source / grown | identical |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for s in sources:
         digits = metric_of(s["classification"] == "True").digits + 1
         lines.append(f"| {s['source']} (depth {s['depth']} → {2 * int(s['depth'])}) | {s['study']} "
                      f"`{s['run_id']}` | {s['steps']} | {_f(_number(s['train_s']), 0)} | "
                      f"{_f(_number(s['committed_test']), digits)} | {_f(_number(s['retrained_test']), digits)} | "
-                     f"{float(s['source_loss']):.6f} / {float(s['grown_loss']):.6f} | "
+                     f"{float(s['source_loss']):.6f} / {float(s['grown_loss']):.6f} "
+                     f"({float(s['loss_difference']):+.1e}) | "
                      f"{float(s['source_accuracy']):.6f} / {float(s['grown_accuracy']):.6f} | {s['identical']} |")
     return lines + [""]
 
