@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import io
 import json
 import sys
 import time
@@ -52,9 +53,9 @@ def design_models() -> list[dict]:
 
 
 def _write_json(path: Path, payload) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=1))
-    tmp.replace(path)
+    from layerscale.atomic_io import write_text_atomic
+
+    write_text_atomic(path, json.dumps(payload, indent=1))
 
 
 def _eval_sets(train_dir: Path):
@@ -145,24 +146,19 @@ def process(model: dict) -> None:
         print(f"{model['run_id']}: pruned", flush=True)
 
 
-def _train_seconds(train_dir: Path) -> float | None:
-    records = [json.loads(line) for line in (train_dir / "metrics.jsonl").read_text().splitlines() if line]
-    times = [r["time"] for r in records if r.get("split") == "train" and "time" in r]
-    return max(times) if times else None
-
-
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    tmp.replace(path)
+    from layerscale.atomic_io import write_text_atomic
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
 
 
 def collect() -> None:
     """The per-model records (those that are finished) into models.csv, effective_depth.csv and pruning.csv."""
-    from layerscale.study.retrain import committed_metric, is_finished, retrained_metric
+    from layerscale.study.retrain import committed_metric, is_finished, retrained_metric, training_seconds
 
     models, depths, pruning = [], [], []
     for model in design_models():
@@ -171,7 +167,7 @@ def collect() -> None:
             continue
         models.append({**model, "committed_test": committed_metric(STUDY, model["run_id"]),
                        "retrained_test": retrained_metric(folder / "train", classification=True),
-                       "train_s": _train_seconds(folder / "train")})
+                       "train_s": training_seconds(folder / "train")})
         if (folder / "effective_depth.json").is_file():
             for r in json.loads((folder / "effective_depth.json").read_text()):
                 depths.append({"run_id": model["run_id"], "method": model["method"], "seed": model["seed"],

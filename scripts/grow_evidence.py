@@ -146,28 +146,22 @@ budget); ``optim.epochs`` grows by the factor (d)'s longer budget needs, so the
 # --- records --------------------------------------------------------------------------------------------------------
 
 def _write_json(path: Path, payload) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    from layerscale.atomic_io import write_text_atomic
+
+    write_text_atomic(path, json.dumps(payload, indent=1))
 
 
 def _records(run_dir: Path) -> list[dict]:
+    from layerscale.train.metrics_log import read_metrics
+
     path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def train_seconds(run_dir: Path) -> float | None:
-    """Seconds from the start of training to its last training or validation record (metrics.jsonl's ``time``)."""
-    times = [float(r["time"]) for r in _records(run_dir) if r.get("split") in ("train", "eval") and "time" in r]
-    return max(times) if times else None
+    return read_metrics(path) if path.is_file() else []
 
 
 def run_outcome(run_dir: Path, classification: bool) -> dict:
     """status (finished, diverged, pending), the last validation metric, the test metric, steps and seconds."""
     from layerscale.study.results import Metric
-    from layerscale.study.retrain import is_finished
+    from layerscale.study.retrain import is_finished, training_seconds
 
     metric = Metric.for_language_model(not classification)
     records = _records(run_dir)
@@ -186,7 +180,7 @@ def run_outcome(run_dir: Path, classification: bool) -> dict:
         steps = int(trains[-1]["step"])
     val = metric.from_record(evals[-1]) if evals and status == "finished" else None
     test = metric.from_record(tests[-1]) if tests and status == "finished" else None
-    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": train_seconds(run_dir)}
+    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": training_seconds(run_dir)}
 
 
 # --- sources ----------------------------------------------------------------------------------------------------------
@@ -401,13 +395,14 @@ def _csv_value(value):
 
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _csv_value(row.get(k)) for k in fields})
-    tmp.replace(path)
+    from layerscale.atomic_io import write_text_atomic
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_value(row.get(k)) for k in fields})
+    write_text_atomic(path, buffer.getvalue())
 
 
 SOURCE_FIELDS = ["source", "study", "run_id", "classification", "depth", "lr", "seed", "steps", "train_s", "val",

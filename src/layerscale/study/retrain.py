@@ -12,12 +12,12 @@ substitute one for the other.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 from pathlib import Path
 
-__all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished"]
+__all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished",
+           "training_seconds"]
 
 
 def _run_folder(study_dir: Path, run_id: str) -> Path:
@@ -82,9 +82,20 @@ def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLik
 
 def retrained_metric(run_dir: str | os.PathLike, classification: bool) -> float | None:
     """The test metric of a finished run directory, as the study computes it (accuracy in %, bits per byte)."""
+    from ..train.metrics_log import read_metrics
     from .results import Metric
 
     metric = Metric.for_language_model(not classification)
-    records = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines() if line]
-    tests = [r for r in records if r.get("split") == "test"]
+    tests = [r for r in read_metrics(Path(run_dir) / "metrics.jsonl") if r.get("split") == "test"]
     return metric.from_record(tests[-1]) if tests else None
+
+
+def training_seconds(run_dir: str | os.PathLike) -> float | None:
+    """Training seconds of a run: the ``time`` of its last training record (``None`` before the first one)."""
+    from ..train.metrics_log import read_metrics
+
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    times = [float(r["time"]) for r in read_metrics(path) if r.get("split") == "train" and "time" in r]
+    return max(times) if times else None
