@@ -17,7 +17,7 @@ from pathlib import Path
 
 from layerscale.study.formatting import TRUNCATION_NOTE, format_interval, format_p
 from layerscale.study.intervals import mean_interval, paired_interval, p_value, welch_interval, within_range
-from layerscale.study.multiplicity import benjamini_hochberg, holm
+from layerscale.study.multiplicity import adjust_families
 from layerscale.study.results import Metric
 from layerscale.study.tuning import choose_rate, mean_score
 
@@ -119,10 +119,7 @@ class Analysis:
                 diff = within_range(diff, *metric.difference_range)
                 self.comparisons.append({"source": key, "first": first, "second": second, "how": how,
                                          "family": family, "diff": diff, "p_raw": p_value(diff), "metric": metric})
-        for family, rule in (("primary", holm), ("exploratory", benjamini_hochberg)):
-            rows = [c for c in self.comparisons if c["family"] == family]
-            for row, adjusted in zip(rows, rule([c["p_raw"] for c in rows])):
-                row["p_adj"] = adjusted
+        adjust_families(self.comparisons, lambda row: row["family"] == "primary")
         for row in self.comparisons:
             row["verdict"] = verdict(row)
 

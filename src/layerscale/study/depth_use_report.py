@@ -16,7 +16,7 @@ from pathlib import Path
 from ..atomic_io import write_text_atomic
 from .formatting import TRUNCATION_NOTE, format_interval, format_p
 from .intervals import mean_interval, p_value, welch_interval, within_range
-from .multiplicity import benjamini_hochberg, holm
+from .multiplicity import adjust_families
 
 DEPTH = 12
 DELTAS = (0.01, 0.05, 0.2)
@@ -57,10 +57,7 @@ class _Comparisons:
         return row
 
     def adjust(self) -> None:
-        for primary, rule in ((True, holm), (False, benjamini_hochberg)):
-            family = [r for r in self.rows if r["primary"] == primary]
-            for row, p_adj in zip(family, rule([r["p_raw"] for r in family])):
-                row["p_adj"] = p_adj
+        adjust_families(self.rows, lambda row: row["primary"])
 
 
 def _verdict(row: dict) -> str:

@@ -65,3 +65,12 @@ def adjust(pvalues: Sequence[float | None], method: str) -> list[float | None]:
     if method == "bh":
         return benjamini_hochberg(pvalues)
     raise ValueError(f"unknown p-value adjustment {method!r}; expected 'holm' or 'bh'")
+
+
+def adjust_families(rows: list[dict], is_primary) -> None:
+    """Set ``row["p_adj"]`` from ``row["p_raw"]``: Holm over the rows where ``is_primary(row)`` (the design's primary
+    family), Benjamini–Hochberg over the rest (exploratory)."""
+    for primary, rule in ((True, holm), (False, benjamini_hochberg)):
+        family = [row for row in rows if bool(is_primary(row)) == primary]
+        for row, p_adj in zip(family, rule([row["p_raw"] for row in family])):
+            row["p_adj"] = p_adj
