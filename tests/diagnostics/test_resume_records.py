@@ -54,6 +54,24 @@ def test_resumed_run_records_the_same_warnings(interrupted_and_uninterrupted):
     assert _warnings(resumed) == expected
 
 
+def test_resumed_run_keeps_the_scale_reference_of_its_start(tmp_path):
+    """scale_collapse compares against γ when the first run started, also after a resume from step 4, where the
+    monitor is rebuilt from the checkpoint's γ (a tight threshold makes γ's drift in 12 steps trip it)."""
+    def config(out_dir):
+        config = tiny_config(out_dir, steps=STEPS, checkpoint_every_steps=4, log_every_steps=1)
+        config["diagnostics"] = {"enabled": True, "every": 2, "ratio_max": 0, "ratio_growth": 0,
+                                 "scale_collapse": 0.99}
+        return config
+
+    run(config(tmp_path / "straight"))
+    with pytest.raises(KeyboardInterrupt):
+        run(config(tmp_path / "resumed"), callbacks=[_CrashAt(6)])
+    run(resume=tmp_path / "resumed")
+    expected = _warnings(tmp_path / "straight")
+    assert {w["kind"] for w in expected} == {"scale_collapse"} and max(w["step"] for w in expected) > 4
+    assert _warnings(tmp_path / "resumed") == expected
+
+
 def test_tensorboard_keeps_every_point_after_a_resume(interrupted_and_uninterrupted):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

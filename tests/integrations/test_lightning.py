@@ -109,6 +109,22 @@ def test_resume_records_each_step_once(tmp_path):
     assert [r["step"] for r in run.train] == [1, 2, 3, 4]
 
 
+def test_resumed_fit_keeps_the_first_fits_scale_reference(tmp_path):
+    """The scale_collapse reference is γ when the first fit started (0.1), not γ in the checkpoint resumed from."""
+    checkpoints = lightning.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=2,
+                                                             save_top_k=-1)
+    first = LayerScaleMonitor(every=1, dirpath=tmp_path / "run")
+    _fit(tmp_path, first, callbacks_extra=[checkpoints], max_steps=2)
+    reference = first.monitor.alert_state()["scale_init"]
+    assert reference and all(value == pytest.approx(0.1) for _, _, value in reference)
+    step2 = next((tmp_path / "ckpt").glob("*step=2*.ckpt"))
+    gamma = torch.load(step2, weights_only=False)["state_dict"]["model.blocks.0.ls1.gamma"]
+    assert gamma.abs().mean().item() != pytest.approx(0.1, abs=1e-6)  # trained: the checkpoint's γ moved
+    resumed = LayerScaleMonitor(every=1, dirpath=tmp_path / "run")
+    _fit(tmp_path, resumed, max_steps=4, ckpt_path=str(step2))
+    assert resumed.monitor.alert_state()["scale_init"] == reference
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="every must be a positive int"):
         LayerScaleMonitor(every=0)

@@ -6,11 +6,13 @@ Three conditions, each checked per block and branch on every record (thresholds 
 * ``ratio_growth``: ``r_t / r_prev > ratio_growth`` between two consecutive records of the same branch while
   ``r_t ≥ ratio_growth_min`` (a LayerScale branch starting at ε = 1e-6 legitimately grows by decades while it is
   still negligible; that is the method working, not an explosion);
-* ``scale_collapse``: ``mean|γ| < scale_collapse · mean|γ_init|`` — the scale shrinks toward zero and switches the
-  branch off (skipped when the reference ``mean|γ_init|`` is 0, e.g. ReZero, whose α starts at exactly 0).
+* ``scale_collapse``: ``mean|γ| < scale_collapse · mean|γ₀|`` — the scale shrinks toward zero and switches the
+  branch off; ``γ₀`` is its value when monitoring started (the initial or loaded γ: a run from saved weights
+  compares against the γ it started from, not the layer's configured init). Skipped when ``mean|γ₀|`` is 0 (a block
+  inserted by ``layerscale grow``, ReZero's α): nothing to fall from.
 
 Each event's ``value`` and ``threshold`` are in the same unit: the ratio and ``ratio_max`` for an explosion, the
-growth factor ``r_t / r_prev`` and ``ratio_growth`` for a growth, ``mean|γ|`` and ``scale_collapse · mean|γ_init|``
+growth factor ``r_t / r_prev`` and ``ratio_growth`` for a growth, ``mean|γ|`` and ``scale_collapse · mean|γ₀|``
 for a collapse. An alert is reported once when its condition becomes true and again only after the condition has
 cleared, so a run that stays in a bad state does not flood the log (:meth:`AlertTracker.state_dict` carries this
 across a resume). Each alert is a Python ``logging`` warning on the ``layerscale.diagnostics`` logger and a JSONL
@@ -35,7 +37,7 @@ _log = logging.getLogger(LOGGER_NAME)
 class AlertThresholds:
     """``ratio_max``: largest acceptable branch-to-stream ratio; ``ratio_growth``: largest acceptable factor
     between two consecutive records, checked only once the ratio is at least ``ratio_growth_min``;
-    ``scale_collapse``: smallest acceptable ``mean|γ| / mean|γ_init|``. A threshold of ``0`` switches its check
+    ``scale_collapse``: smallest acceptable ``mean|γ| / mean|γ₀|``. A threshold of ``0`` switches its check
     off."""
 
     ratio_max: float = 10.0
@@ -53,7 +55,8 @@ class AlertThresholds:
 class AlertTracker:
     """Checks successive records against :class:`AlertThresholds` and remembers which alerts are active.
 
-    ``scale_init`` maps ``(block name, branch)`` to the reference ``mean|γ_init|``.
+    ``scale_init`` maps ``(block name, branch)`` to the reference ``mean|γ₀|``, the branch's value when monitoring
+    started (the initial or loaded γ); the name is kept for the checkpointed state.
     """
 
     def __init__(self, thresholds: AlertThresholds, scale_init: dict[tuple[str, str], float]) -> None:
@@ -65,7 +68,7 @@ class AlertTracker:
     def state_dict(self) -> dict:
         """What the next :meth:`check` depends on, as plain lists (saved in training checkpoints, so a resumed run
         raises exactly the warnings of an uninterrupted one): the previous ratio per branch, the active alerts and
-        the reference ``mean|γ_init|`` per branch."""
+        the reference ``mean|γ₀|`` per branch."""
         return {"previous_ratio": [[block, branch, ratio] for (block, branch), ratio in self._previous_ratio.items()],
                 "active": sorted([list(key) for key in self._active]),
                 "scale_init": [[block, branch, value] for (block, branch), value in self.scale_init.items()]}
@@ -125,5 +128,6 @@ class AlertTracker:
         if scale is not None and init and th.scale_collapse > 0:
             collapsed = scale < th.scale_collapse * init
             yield ("scale_collapse", scale, th.scale_collapse * init,
-                   f"scale mean|gamma| {scale:.3g} fell below {th.scale_collapse:g} x its initial {init:.3g}"
+                   f"scale mean|gamma| {scale:.3g} fell below {th.scale_collapse:g} x {init:.3g}, its value when "
+                   f"monitoring started"
                    if collapsed else None)

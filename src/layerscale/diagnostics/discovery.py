@@ -45,7 +45,7 @@ class BranchProbe:
     ``output_module``'s forward output, multiplied by ``output_gain()`` when that is given, is the scaled branch
     output ``s``. ``stream_module``'s first input is the stream entering the branch; ``None`` means the block's own
     stream argument. ``scale`` is the learnable scale (``None`` when the branch has none) and ``scale_kind`` one of
-    ``"channel"``, ``"scalar"``, ``"head"`` or ``None``; ``scale_init`` the value it was built with when known.
+    ``"channel"``, ``"scalar"``, ``"head"`` or ``None``.
     """
 
     name: str
@@ -54,7 +54,6 @@ class BranchProbe:
     stream_module: nn.Module | None
     scale: torch.Tensor | None
     scale_kind: str | None
-    scale_init: float | None = None
 
 
 @dataclass
@@ -69,14 +68,6 @@ class BlockProbe:
 
 def _scale_kind(gamma: torch.Tensor) -> str:
     return "scalar" if gamma.numel() == 1 else "channel"
-
-
-def _init_of(module: nn.Module | None) -> float | None:
-    for attr in ("init_value", "init_values"):  # ours, timm's LayerScale
-        value = getattr(module, attr, None)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return None
 
 
 def _stream_arg(block: nn.Module) -> int | str:
@@ -105,14 +96,13 @@ def _ours(name: str, block: nn.Module) -> BlockProbe | None:
         if scale is not None and hasattr(scale, "add_to"):
             gamma = scale.gamma
             # The factor is read at hook time: under FSDP2 the module then holds the unsharded tensor.
-            probe = BranchProbe(branch, y_module, lambda s=scale: s.gamma, stream_module, gamma, _scale_kind(gamma),
-                                _init_of(scale))
+            probe = BranchProbe(branch, y_module, lambda s=scale: s.gamma, stream_module, gamma, _scale_kind(gamma))
         elif scale is not None:
             gamma = getattr(scale, "gamma", None)
             probe = BranchProbe(branch, scale, None, stream_module, gamma,
-                                None if gamma is None else _scale_kind(gamma), _init_of(scale))
+                                None if gamma is None else _scale_kind(gamma))
         elif head is not None:
-            probe = BranchProbe(branch, y_module, None, stream_module, head.gamma, "head", _init_of(head))
+            probe = BranchProbe(branch, y_module, None, stream_module, head.gamma, "head")
         else:
             probe = BranchProbe(branch, y_module, None, stream_module, None, None)
         branches.append(probe)
@@ -129,7 +119,7 @@ def _hf_layer_scale(name: str, block: nn.Module) -> BlockProbe | None:
         gamma = getattr(ls, "lambda1", None)
         stream_module = None if i == 1 else block.norm2
         branches.append(BranchProbe(branch, ls, None, stream_module, gamma,
-                                    None if gamma is None else _scale_kind(gamma), _init_of(ls)))
+                                    None if gamma is None else _scale_kind(gamma)))
     return BlockProbe(name, block, _stream_arg(block), tuple(branches))
 
 
@@ -144,7 +134,7 @@ def _timm_ls_modules(name: str, block: nn.Module) -> BlockProbe | None:
         gamma = gamma if isinstance(gamma, torch.Tensor) else None
         stream_module = None if i == 1 else block.norm2
         branches.append(BranchProbe(branch, ls, None, stream_module, gamma,
-                                    None if gamma is None else _scale_kind(gamma), _init_of(ls)))
+                                    None if gamma is None else _scale_kind(gamma)))
     return BlockProbe(name, block, _stream_arg(block), tuple(branches))
 
 
@@ -181,7 +171,7 @@ def _hf_decoder_branch(name: str, branch: nn.Module, stream_module: nn.Module | 
         scaled = getattr(branch, child, None)
         gamma = getattr(scaled, "layer_scale", None)
         if isinstance(gamma, torch.Tensor):
-            return BranchProbe(name, branch, None, stream_module, gamma, _scale_kind(gamma), _init_of(scaled))
+            return BranchProbe(name, branch, None, stream_module, gamma, _scale_kind(gamma))
     return BranchProbe(name, branch, None, stream_module, None, None)
 
 

@@ -98,6 +98,10 @@ class LayerScaleMonitor:
     one rank). ``track_updates=False`` skips the weight snapshot (it costs one copy of the blocks' weights on
     monitored steps) and with it ``update_ratio``. Raises ``ValueError`` for a model without recognisable blocks
     or a bad ``every``.
+
+    ``scale_collapse`` compares each scale with its value when the monitor is built (the initial or loaded γ), so
+    build it after loading the weights training starts from; on resume, :meth:`load_alert_state` restores the first
+    run's reference.
     """
 
     def __init__(self, model: nn.Module, every: int = 50, log_fn: Callable[[dict], None] | None = None,
@@ -146,18 +150,20 @@ class LayerScaleMonitor:
         return step % self.every == 0
 
     def _initial_scales(self) -> dict[tuple[str, str], float]:
-        """Reference ``mean|γ_init|`` per branch: the value it was built with when known, else its value now."""
-        reference = {}
-        with torch.no_grad():
-            for probe in self.probes:
-                for branch in probe.branches:
-                    if branch.scale is None:
-                        continue
-                    init = branch.scale_init
-                    reference[(probe.name, branch.name)] = (
-                        abs(init) if init is not None else branch.scale.detach().float().abs().mean().item()
-                    )
-        return reference
+        """Reference ``mean|γ₀|`` per branch for ``scale_collapse``: its ``mean|γ|`` now, when monitoring starts.
+
+        That is the value the run starts from — the initial γ, or the loaded one when training continues from saved
+        weights (``run.init_from``, a grown model, a fine-tuned checkpoint) — not the value the layer was built
+        with, which loaded weights replace. A branch starting at exactly 0 (a grown block, ReZero) gets reference 0:
+        no collapse check. A resumed run replaces these with the first run's (:meth:`load_alert_state`).
+        """
+        branches = [(probe.name, branch) for probe in self.probes for branch in probe.branches
+                    if branch.scale is not None]
+        if not branches:
+            return {}
+        means = [scale_statistics(branch.scale, branch.scale_kind)[0] for _, branch in branches]
+        values = torch.stack([m.to(means[0].device) for m in means]).tolist()  # one host transfer
+        return {(name, branch.name): value for (name, branch), value in zip(branches, values)}
 
     def alert_state(self) -> dict:
         """The warning state (:meth:`AlertTracker.state_dict`), for a checkpoint."""

@@ -21,6 +21,11 @@ that the ``s``-th optimizer step applies (with gradient accumulation, all of its
 read in ``on_before_optimizer_step``, which Lightning calls before it clips gradients. Only global rank 0 writes.
 A run resumed from a checkpoint (``trainer.fit(..., ckpt_path=...)``) into the same directory first drops the
 records written after that checkpoint, so each step is recorded once.
+
+The monitor is built at fit start, so weights loaded into the module before ``trainer.fit`` (a fine-tuned
+checkpoint) are what ``scale_collapse`` compares against. The warning state — that reference, the active alerts, the
+last ratios — is saved in Lightning checkpoints (:meth:`LayerScaleMonitor.state_dict`), so a resumed fit keeps the
+first fit's reference rather than taking the checkpoint's γ as its start.
 """
 
 from __future__ import annotations
@@ -93,6 +98,8 @@ class LayerScaleMonitor(Callback):
         self._file = None
         self._micro_losses: list[float] = []  # the losses of the optimizer step being accumulated
         self._last_step = 0
+        self._restored_alerts: dict | None = None  # a checkpoint's warning state, for this fit's monitor
+        self._fitting = False  # whether self.monitor is this fit's (Lightning may restore before or after setup)
 
     # ---- fit lifecycle --------------------------------------------------------------------------------------
 
@@ -101,6 +108,10 @@ class LayerScaleMonitor(Callback):
         main = trainer.is_global_zero
         self.monitor = _BlockMonitor(pl_module, every=self.every, log_fn=self._write,
                                      thresholds=self.thresholds, track_updates=self.track_updates, warn=main)
+        self._fitting = True
+        if self._restored_alerts is not None:
+            self.monitor.load_alert_state(self._restored_alerts)
+            self._restored_alerts = None
         if not main:
             return
         self.run_dir = self.dirpath or (Path(trainer.log_dir) if trainer.loggers and trainer.log_dir
@@ -125,6 +136,21 @@ class LayerScaleMonitor(Callback):
 
     def on_exception(self, trainer, pl_module, exception) -> None:
         self._finish()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The warning state (:meth:`layerscale.diagnostics.LayerScaleMonitor.alert_state`), saved in Lightning
+        checkpoints."""
+        if self.monitor is not None:
+            return {"alerts": self.monitor.alert_state()}
+        return {"alerts": self._restored_alerts} if self._restored_alerts is not None else {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into this fit's monitor (now, or when the fit builds it)."""
+        alerts = state_dict.get("alerts") if isinstance(state_dict, dict) else None
+        if self._fitting and self.monitor is not None and alerts is not None:
+            self.monitor.load_alert_state(alerts)
+        else:
+            self._restored_alerts = alerts
 
     # ---- steps ----------------------------------------------------------------------------------------------
 
@@ -182,6 +208,7 @@ class LayerScaleMonitor(Callback):
                 logger.log_metrics(scalars, step=record["step"])
 
     def _finish(self) -> None:
+        self._fitting = False
         if self.monitor is not None:
             self.monitor.end_step()
             self.monitor.close()

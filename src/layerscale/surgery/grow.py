@@ -118,7 +118,7 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
                 with torch.no_grad():
                     for scale in family.branch_scales(fresh):
                         scale.fill_(gamma)
-                for module in fresh.modules():  # the initial γ the diagnostics compare against
+                for module in fresh.modules():  # its init is γ = G (what reset_parameters() refills)
                     if isinstance(getattr(module, "init_value", None), float):
                         module.init_value = gamma
                 new.append(len(blocks))

@@ -159,8 +159,8 @@ class DiagnosticsConfig:
     ratio_growth: float = _key(10.0, "warn when a ratio grows by more than this factor between records (0: off)",
                                low=0.0)
     ratio_growth_min: float = _key(0.1, "...but only once the ratio is at least this", low=0.0)
-    scale_collapse: float = _key(0.1, "warn when mean|gamma| falls below this fraction of its initial value "
-                                      "(0: off)", low=0.0)
+    scale_collapse: float = _key(0.1, "warn when mean|gamma| falls below this fraction of its value when "
+                                      "training started (the initial or loaded gamma; 0: off)", low=0.0)
     track_updates: bool = _key(True, "measure the update-to-weight ratio (one weight copy on recorded steps)")
 
 
