@@ -51,7 +51,7 @@ def test_the_page_is_what_the_generator_makes_of_the_committed_tables():
     assert render_page(text, RESULTS) == text, "docs/RESULTS.md drifted: run python scripts/results_page.py"
 
 
-EVIDENCE_GLANCE = ("- Depth use", "- Growing")  # the glance lines of the evidence folders, checked below
+EVIDENCE_GLANCE = ("- Depth use", "- Growing")  # the glance lines of the evidence folders (EVIDENCE_REPORTS)
 
 
 def _without_evidence(text: str) -> str:
@@ -92,40 +92,29 @@ def test_an_unknown_generated_block_is_refused(block):
         render_page(f"<!-- generated: {block} -->\n<!-- end generated: {block} -->\n", RESULTS)
 
 
-def test_the_depth_use_report_is_what_its_committed_tables_give(tmp_path):
+EVIDENCE_REPORTS = [  # folder, the committed inputs, the generated outputs, its glance lines' prefix
+    ("depth-use", ("models.csv", "effective_depth.csv", "pruning.csv"), ("results.md",), "- Depth use"),
+    ("grow", ("sources.csv", "runs.csv", "effective_depth.csv"), ("results.md", "results.csv"), "- Growing"),
+]
+
+
+@pytest.mark.parametrize("folder, inputs, outputs, glance_prefix", EVIDENCE_REPORTS)
+def test_an_evidence_report_is_what_its_committed_tables_give(tmp_path, folder, inputs, outputs, glance_prefix):
+    import importlib
     import shutil
 
-    from layerscale.study.depth_use_report import write_report
-
-    folder = RESULTS / "depth-use"
-    if not (folder / "models.csv").is_file():
-        pytest.skip("the depth-use evidence has no committed tables yet")
-    for name in ("models.csv", "effective_depth.csv", "pruning.csv"):
-        if (folder / name).is_file():
-            shutil.copy(folder / name, tmp_path / name)
+    module = {"depth-use": "depth_use_report", "grow": "grow_report"}[folder]
+    write_report = importlib.import_module(f"layerscale.study.{module}").write_report
+    committed = RESULTS / folder
+    if not (committed / inputs[0]).is_file():
+        pytest.skip(f"the {folder} evidence has no committed tables yet")
+    for name in inputs:
+        if (committed / name).is_file():
+            shutil.copy(committed / name, tmp_path / name)
     write_report(tmp_path)
-    report = (folder / "results.md").read_text(encoding="utf-8")
-    assert (tmp_path / "results.md").read_text(encoding="utf-8") == report
-    glance = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if line.startswith("- Depth use")]
-    for mean, low, high in INTERVAL.findall("\n".join(glance)):  # the glance quotes the report's comparisons
-        assert f"{mean} [{low}, {high}]" in report
-
-
-def test_the_grow_report_is_what_its_committed_tables_give(tmp_path):
-    import shutil
-
-    from layerscale.study.grow_report import write_report
-
-    folder = RESULTS / "grow"
-    if not (folder / "sources.csv").is_file():
-        pytest.skip("the grow evidence has no committed tables yet")
-    for name in ("sources.csv", "runs.csv", "effective_depth.csv"):
-        if (folder / name).is_file():
-            shutil.copy(folder / name, tmp_path / name)
-    write_report(tmp_path)
-    for name in ("results.md", "results.csv"):
-        assert (tmp_path / name).read_text(encoding="utf-8") == (folder / name).read_text(encoding="utf-8"), name
-    report = (folder / "results.md").read_text(encoding="utf-8")
-    glance = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if line.startswith("- Growing")]
+    for name in outputs:
+        assert (tmp_path / name).read_text(encoding="utf-8") == (committed / name).read_text(encoding="utf-8"), name
+    report = (committed / "results.md").read_text(encoding="utf-8")
+    glance = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if line.startswith(glance_prefix)]
     for mean, low, high in INTERVAL.findall("\n".join(glance)):  # the glance quotes the report's comparisons
         assert f"{mean} [{low}, {high}]" in report

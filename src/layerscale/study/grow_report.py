@@ -42,18 +42,23 @@ def status_line(analysis: GrowAnalysis) -> str:
             "arm is the source's step count; test metrics are reported only at each arm's chosen rate.")
 
 
+def _table_start(level: str, title: str, intro: str, columns: list[str]) -> list[str]:
+    """A section's heading, its paragraph and the head of its table."""
+    return [f"{level} {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def _sources_section(analysis: GrowAnalysis, level: str) -> list[str]:
-    lines = [f"{level} The sources", "",
-             "Each source is the committed run retrained from its recorded config (a new draw of the same recipe, "
-             "DESIGN.md's addendum) and grown with `layerscale grow --insert L --where every:1 --init copy "
-             "--gamma 0`. Test metric of the committed run (runs.csv of its study) and of the retrain; the "
-             "retrain's and the grown model's mean loss (nats) and accuracy on the whole test split before any "
-             "training, which must agree: the same accuracy and the loss within 1e-6 of itself (the blocks see "
-             "bitwise the same inputs; the CPU's kernels may round a last bit differently, "
-             "scripts/grow_evidence.py `IDENTITY_RTOL`).", "",
-             "| source | run | steps | training seconds | committed test | retrained test | test loss: source / "
-             "grown (difference) | test accuracy: source / grown | identical |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = _table_start(
+        level, "The sources",
+        "Each source is the committed run retrained from its recorded config (a new draw of the same recipe, "
+        "DESIGN.md's addendum) and grown with `layerscale grow --insert L --where every:1 --init copy "
+        "--gamma 0`. Test metric of the committed run (runs.csv of its study) and of the retrain; the "
+        "retrain's and the grown model's mean loss (nats) and accuracy on the whole test split before any "
+        "training, which must agree: the same accuracy and the loss within 1e-6 of itself (the blocks see "
+        "bitwise the same inputs; the CPU's kernels may round a last bit differently, "
+        "scripts/grow_evidence.py `IDENTITY_RTOL`).",
+        ["source", "run", "steps", "training seconds", "committed test", "retrained test",
+         "test loss: source / grown (difference)", "test accuracy: source / grown", "identical"])
     for s in analysis.sources:
         digits = metric_of(s["classification"] == "True").digits + 1
         number = (lambda name: None if s[name] == "" else float(s[name]))
@@ -67,11 +72,12 @@ def _sources_section(analysis: GrowAnalysis, level: str) -> list[str]:
 
 
 def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
-    lines = [f"{level} Rate choice", "",
-             "Mean validation score at the end of each rate's seeds (accuracy % / bits per byte); the chosen "
-             "rate is the best mean, or among the rates within one standard error of it (paired by seed) the "
-             "one nearest 1e-3 (`layerscale.study.tuning.choose_rate`). A diverged run scores worst.", "",
-             "| source | arm | " + "validation per rate | chosen | tied |", "|---|---|---|---|---|"]
+    lines = _table_start(
+        level, "Rate choice",
+        "Mean validation score at the end of each rate's seeds (accuracy % / bits per byte); the chosen "
+        "rate is the best mean, or among the rates within one standard error of it (paired by seed) the "
+        "one nearest 1e-3 (`layerscale.study.tuning.choose_rate`). A diverged run scores worst.",
+        ["source", "arm", "validation per rate", "chosen", "tied"])
     for s in analysis.sources:
         key, metric = s["source"], analysis.metric[s["source"]]
         for arm in ARMS:
@@ -94,13 +100,13 @@ def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
 
 
 def _results_section(analysis: GrowAnalysis, level: str) -> list[str]:
-    lines = [f"{level} Test metric at the chosen rate", "",
-             "Per source and arm at its chosen rate: the test metric, mean over seeds 0–2 with its 95 % "
-             "t-interval (accuracy truncated to [0, 100]), each seed's value, and each run's training seconds and "
-             "steps (equal steps, not equal FLOPs: a step of a grown model costs about twice one of the "
-             "source).", "",
-             "| source | arm | rate | test | per seed | training seconds per seed | steps |",
-             "|---|---|---|---|---|---|---|"]
+    lines = _table_start(
+        level, "Test metric at the chosen rate",
+        "Per source and arm at its chosen rate: the test metric, mean over seeds 0–2 with its 95 % "
+        "t-interval (accuracy truncated to [0, 100]), each seed's value, and each run's training seconds and "
+        "steps (equal steps, not equal FLOPs: a step of a grown model costs about twice one of the "
+        "source).",
+        ["source", "arm", "rate", "test", "per seed", "training seconds per seed", "steps"])
     for s in analysis.sources:
         key, metric = s["source"], analysis.metric[s["source"]]
         for arm in ARMS:
@@ -120,14 +126,15 @@ def _family(row: dict) -> str:
 
 
 def _comparison_section(analysis: GrowAnalysis, level: str) -> list[str]:
-    lines = [f"{level} Comparisons", "",
-             "Primary family (fixed in DESIGN.md, Holm over its 4 comparisons): (b) − (a) and (c) − (a) per "
-             "source, paired by seed. Exploratory (Benjamini–Hochberg over the rest): (d) against (a), (b), (c) "
-             "by Welch's interval, (b) − (c) paired. Differences in points of accuracy / bits per byte (lower is "
-             "better); the verdict, by the adjusted p-value, says whether the first arm is better or worse than "
-             "the second, and a comparison not significant after adjustment is within noise.", "",
-             "| family | source | comparison | test | difference (95 % interval) | per seed | p | p adjusted | "
-             "verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = _table_start(
+        level, "Comparisons",
+        "Primary family (fixed in DESIGN.md, Holm over its 4 comparisons): (b) − (a) and (c) − (a) per "
+        "source, paired by seed. Exploratory (Benjamini–Hochberg over the rest): (d) against (a), (b), (c) "
+        "by Welch's interval, (b) − (c) paired. Differences in points of accuracy / bits per byte (lower is "
+        "better); the verdict, by the adjusted p-value, says whether the first arm is better or worse than "
+        "the second, and a comparison not significant after adjustment is within noise.",
+        ["family", "source", "comparison", "test", "difference (95 % interval)", "per seed", "p",
+         "p adjusted", "verdict"])
     for row in sorted(analysis.comparisons, key=lambda r: r["family"] != "primary"):
         diff, digits = row["diff"], row["metric"].digits + 1
         seeds = "—" if diff is None or not diff.values or row["how"] != "paired" else _join(diff.values, digits)
@@ -138,13 +145,13 @@ def _comparison_section(analysis: GrowAnalysis, level: str) -> list[str]:
 
 
 def _depth_section(analysis: GrowAnalysis, level: str) -> list[str]:
-    lines = [f"{level} Effective depth", "",
-             "`D_δ` (docs/analysis.md; `layerscale.analysis.analyze_run` with its defaults, δ = 0.01 nats, on at "
-             "most 2,000 test examples) of the source and of every final model at its arm's chosen rate: per "
-             "model `D_δ` with its bootstrap interval, per arm the mean over seeds with its 95 % t-interval "
-             "(truncated to [0, depth]).", "",
-             "| source | model | depth | mean over seeds | per seed: D_δ (bootstrap interval) |",
-             "|---|---|---|---|---|"]
+    lines = _table_start(
+        level, "Effective depth",
+        "`D_δ` (docs/analysis.md; `layerscale.analysis.analyze_run` with its defaults, δ = 0.01 nats, on at "
+        "most 2,000 test examples) of the source and of every final model at its arm's chosen rate: per "
+        "model `D_δ` with its bootstrap interval, per arm the mean over seeds with its 95 % t-interval "
+        "(truncated to [0, depth]).",
+        ["source", "model", "depth", "mean over seeds", "per seed: D_δ (bootstrap interval)"])
     by_key = defaultdict(list)
     for d in analysis.depths:
         by_key[(d["source"], d["arm"])].append(d)
