@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import csv
-import io
 import json
 import sys
 import time
@@ -148,12 +146,9 @@ def process(model: dict) -> None:
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
     from layerscale.atomic_io import write_text_atomic
+    from layerscale.study.csv_rows import csv_text
 
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text_atomic(path, buffer.getvalue())
+    write_text_atomic(path, csv_text(rows, list(rows[0])))
 
 
 def collect() -> None:

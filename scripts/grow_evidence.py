@@ -25,7 +25,7 @@ sources: the first shard that needs one trains and grows it under a file lock, t
 shard again after every training run has ended completes the effective-depth analyses (they need every cell's
 rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
 rates: the design reads the other rates' test splits but never reports them), ``effective_depth.csv``,
-``results.csv`` and ``results.md`` (scripts/grow_evidence_report.py).
+``results.csv`` and ``results.md`` (:mod:`layerscale.study.grow_report`).
 """
 
 from __future__ import annotations
@@ -33,12 +33,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import csv
 import io
 import json
 import math
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,8 +343,7 @@ def arm_rows(design: Design, source: dict, classification: bool) -> list[dict]:
 def depth_units(design: Design) -> list[tuple[str, str, Path]]:
     """``(source, name, run directory)`` of every model whose effective depth the design reports and that exists
     now: each source, and every finished run at its arm's chosen rate (once all of the arm's runs have ended)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from grow_evidence_report import chosen_rates
+    from layerscale.study.grow_analysis import chosen_rates
 
     found = []
     for source in design.sources:
@@ -388,21 +385,11 @@ def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
 
 # --- collect ------------------------------------------------------------------------------------------------------------
 
-def _csv_value(value):
-    if value is None:
-        return ""
-    return repr(value) if isinstance(value, float) else value
-
-
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
     from layerscale.atomic_io import write_text_atomic
+    from layerscale.study.csv_rows import csv_text
 
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _csv_value(row.get(k)) for k in fields})
-    write_text_atomic(path, buffer.getvalue())
+    write_text_atomic(path, csv_text(rows, fields))
 
 
 SOURCE_FIELDS = ["source", "study", "run_id", "classification", "depth", "lr", "seed", "steps", "train_s", "val",
@@ -416,8 +403,7 @@ DEPTH_FIELDS = ["source", "model", "arm", "lr", "seed", "depth", "effective_dept
 def collect(design: Design) -> None:
     """The per-run records into sources.csv, runs.csv and effective_depth.csv (test metrics of the chosen rates
     only)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from grow_evidence_report import chosen_rates
+    from layerscale.study.grow_analysis import chosen_rates
 
     sources, runs, depths = [], [], []
     for source in design.sources:
@@ -480,8 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design", default=None, help=argparse.SUPPRESS)  # a JSON design (tests)
     args = parser.parse_args(argv)
     design = Design.from_file(args.design) if args.design else Design()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from grow_evidence_report import write_report
+    from layerscale.study.grow_report import write_report
 
     if args.estimate:
         print(estimate(design))

@@ -51,16 +51,20 @@ def test_the_page_is_what_the_generator_makes_of_the_committed_tables():
     assert render_page(text, RESULTS) == text, "docs/RESULTS.md drifted: run python scripts/results_page.py"
 
 
-def _without_depth_use(text: str) -> str:
-    """The page without its depth-use block and glance line, whose intervals come from docs/results/depth-use's
-    own tables (checked by the last test)."""
-    text = re.sub(r"<!-- generated: depth-use -->.*?<!-- end generated: depth-use -->", "", text, flags=re.DOTALL)
-    return "\n".join(line for line in text.splitlines() if not line.startswith("- Depth use"))
+EVIDENCE_GLANCE = ("- Depth use", "- Growing")  # the glance lines of the evidence folders (EVIDENCE_REPORTS)
+
+
+def _without_evidence(text: str) -> str:
+    """The page without the depth-use and grow blocks and glance lines, whose intervals come from those folders'
+    own tables (checked by the last tests)."""
+    for block in ("depth-use", "grow"):
+        text = re.sub(rf"<!-- generated: {block} -->.*?<!-- end generated: {block} -->", "", text, flags=re.DOTALL)
+    return "\n".join(line for line in text.splitlines() if not line.startswith(EVIDENCE_GLANCE))
 
 
 def test_every_interval_on_the_page_is_an_interval_of_the_tables_at_its_printed_precision():
     rows = _rows()
-    found = INTERVAL.findall(_without_depth_use(PAGE.read_text(encoding="utf-8")))
+    found = INTERVAL.findall(_without_evidence(PAGE.read_text(encoding="utf-8")))
     assert len(found) > 100  # the page's tables and sentences
     differing = [f"{m} [{a}, {b}]" for m, a, b in found if not any(_matches((m, a, b), r) for r in rows)]
     assert not differing, f"intervals on docs/RESULTS.md that no results.csv row gives: {differing}"
@@ -75,7 +79,7 @@ def test_a_hand_rounded_interval_would_be_caught():
 def test_at_a_glance_cites_only_the_primary_families():
     text = PAGE.read_text(encoding="utf-8")
     glance = re.search(r"<!-- generated: glance -->\n(.*?)<!-- end generated: glance -->", text, re.DOTALL).group(1)
-    glance = "\n".join(line for line in glance.splitlines() if not line.startswith("- Depth use"))  # its own tables
+    glance = "\n".join(line for line in glance.splitlines() if not line.startswith(EVIDENCE_GLANCE))  # own tables
     primary = [r for r in _rows() if r.family == "primary"]
     found = INTERVAL.findall(glance)
     assert len(found) == len(primary) and all(any(_matches(f, r) for r in primary) for f in found)
@@ -88,20 +92,29 @@ def test_an_unknown_generated_block_is_refused(block):
         render_page(f"<!-- generated: {block} -->\n<!-- end generated: {block} -->\n", RESULTS)
 
 
-def test_the_depth_use_report_is_what_its_committed_tables_give(tmp_path):
+EVIDENCE_REPORTS = [  # folder, the committed inputs, the generated outputs, its glance lines' prefix
+    ("depth-use", ("models.csv", "effective_depth.csv", "pruning.csv"), ("results.md",), "- Depth use"),
+    ("grow", ("sources.csv", "runs.csv", "effective_depth.csv"), ("results.md", "results.csv"), "- Growing"),
+]
+
+
+@pytest.mark.parametrize("folder, inputs, outputs, glance_prefix", EVIDENCE_REPORTS)
+def test_an_evidence_report_is_what_its_committed_tables_give(tmp_path, folder, inputs, outputs, glance_prefix):
+    import importlib
     import shutil
 
-    from layerscale.study.depth_use_report import write_report
-
-    folder = RESULTS / "depth-use"
-    if not (folder / "models.csv").is_file():
-        pytest.skip("the depth-use evidence has no committed tables yet")
-    for name in ("models.csv", "effective_depth.csv", "pruning.csv"):
-        if (folder / name).is_file():
-            shutil.copy(folder / name, tmp_path / name)
+    module = {"depth-use": "depth_use_report", "grow": "grow_report"}[folder]
+    write_report = importlib.import_module(f"layerscale.study.{module}").write_report
+    committed = RESULTS / folder
+    if not (committed / inputs[0]).is_file():
+        pytest.skip(f"the {folder} evidence has no committed tables yet")
+    for name in inputs:
+        if (committed / name).is_file():
+            shutil.copy(committed / name, tmp_path / name)
     write_report(tmp_path)
-    report = (folder / "results.md").read_text(encoding="utf-8")
-    assert (tmp_path / "results.md").read_text(encoding="utf-8") == report
-    glance = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if line.startswith("- Depth use")]
+    for name in outputs:
+        assert (tmp_path / name).read_text(encoding="utf-8") == (committed / name).read_text(encoding="utf-8"), name
+    report = (committed / "results.md").read_text(encoding="utf-8")
+    glance = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if line.startswith(glance_prefix)]
     for mean, low, high in INTERVAL.findall("\n".join(glance)):  # the glance quotes the report's comparisons
         assert f"{mean} [{low}, {high}]" in report

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from layerscale.study import depth_use_report as report
+from layerscale.study.csv_rows import read_rows
 from layerscale.study.intervals import mean_interval, p_value, welch_interval
 
 
@@ -55,7 +56,7 @@ def out(tmp_path):
 
 
 def test_removable_is_the_largest_n_within_delta_of_the_unpruned_unhealed_loss(out):
-    rows = report._read(out / "pruning.csv")
+    rows = read_rows(out / "pruning.csv")
     first_prenorm = [r for r in rows if r["run_id"] == "prenorm-d12-lr0.001-s0"]
     assert report._removable(first_prenorm, 0.05, healed=False) == 2          # 0.01, 0.04 within; 0.30 not
     assert report._removable(first_prenorm, 0.05, healed=True) == 1           # 0.02 within; 0.20 not
@@ -66,8 +67,8 @@ def test_removable_is_the_largest_n_within_delta_of_the_unpruned_unhealed_loss(o
 
 def test_primary_differences_are_welch_and_holm_adjusted(out):
     comparisons = report._Comparisons()
-    report._depth_section(report._read(out / "effective_depth.csv"), comparisons)
-    report._pruning_rows(report._read(out / "pruning.csv"), comparisons)
+    report._depth_section(read_rows(out / "effective_depth.csv"), comparisons)
+    report._pruning_rows(read_rows(out / "pruning.csv"), comparisons)
     comparisons.adjust()
     primary = [r for r in comparisons.rows if r["primary"]]
     assert [(r["what"], r["variant"]) for r in primary] == [("effective depth", "angular"),

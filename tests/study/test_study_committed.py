@@ -42,3 +42,16 @@ def test_the_demo_design_follows_the_selection_rules():
     spec = get_preset("demo").spec
     assert spec.tuned and (spec.tuning == "grid" or (spec.tune_seeds >= 2 and spec.min_budget >= 0.5))
     assert spec.shared_lr in spec.lrs  # the shared table comes with the grid
+
+
+def test_a_partial_study_says_not_finished_and_an_evidence_folder_is_not_a_study(tmp_path):
+    pending = dict(table="tuned", method="mhc", depth_from="", depth="32", metric="test accuracy (%)",
+                   diff_mean="", diff_ci_low="", diff_ci_high="", diff_n="", family="primary", p_raw="", p_adj="",
+                   verdict="")
+    _study(tmp_path, "grid", [pending], {"primary_declared": True})
+    evidence = tmp_path / "grow"  # results.csv of another shape, no study.json: not a study
+    evidence.mkdir()
+    (evidence / "results.csv").write_text("kind,source,arm\ncell,fashion,a\n")
+    lines = primary_verdict_lines(tmp_path)
+    assert lines == [f"- grid: mhc vs reference at depth 32: not finished yet ({tmp_path / 'grid' / 'results.md'} "
+                     "has the study's status)"]

@@ -43,13 +43,17 @@ def _procedure_note(study_dir: Path) -> str:
 
 
 def primary_verdict_lines(root: Path | None = None) -> list[str]:
-    """One line per primary comparison of every committed study (Holm-adjusted verdict, interval, p), or one line
-    saying why there is none."""
+    """One line per primary comparison of every committed study (a folder of ``layerscale study`` with its
+    ``study.json``; Holm-adjusted verdict, interval, p), or one line saying why there is none. A comparison whose
+    runs have not finished (a partial study: no difference yet) says so and points to the study's status."""
     root = results_root() if root is None else root
     if root is None:
         return ["The committed studies are in the source repository (docs/results); not found from here."]
     lines = []
-    for csv_path in sorted(root.glob("*/results.csv")):
+    for csv_path in sorted(p.parent / "results.csv" for p in root.glob("*/study.json")):
+        if not csv_path.is_file():
+            lines.append(f"- {csv_path.parent.name}: no results.csv yet")
+            continue
         note = _procedure_note(csv_path.parent)
         rows = [r for r in read_results(csv_path) if r.family == PRIMARY]
         if not rows:
@@ -59,7 +63,12 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
         for row in rows:
             where = (f"depth {row.depth_from} → {row.depth} interaction" if row.table == INTERACTION
                      else f"depth {row.depth}")
-            interval = format_interval(row.interval("diff"), metric.digits, signed=True)
+            diff = row.interval("diff")
+            if diff is None:
+                lines.append(f"- {csv_path.parent.name}: {row.method} vs reference at {where}: not finished yet "
+                             f"({csv_path.parent / 'results.md'} has the study's status)")
+                continue
+            interval = format_interval(diff, metric.digits, signed=True)
             lines.append(f"- {csv_path.parent.name}: {row.method} vs reference at {where}: {interval} "
                          f"{metric.difference_unit}, Holm p {format_p(row.p())} → {row.verdict or 'no verdict'}"
                          + note)

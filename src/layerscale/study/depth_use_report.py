@@ -9,11 +9,11 @@ design's primary family of two comparisons and Benjamini–Hochberg over every o
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from pathlib import Path
 
 from ..atomic_io import write_text_atomic
+from .csv_rows import read_rows
 from .formatting import TRUNCATION_NOTE, format_interval, format_p
 from .intervals import mean_interval, p_value, welch_interval, within_range
 from .multiplicity import adjust_families
@@ -27,13 +27,6 @@ CRITERIA = ("angular", "block_influence", "ablation", "gamma")
 REFERENCE = "prenorm"
 PRIMARY = {("effective depth", PRIMARY_DELTA, "angular", "layerscale"),
            ("removable", PRIMARY_DELTA, "ablation healed", "layerscale")}
-
-
-def _read(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 def _cell(values: list[float], high: float):
@@ -236,9 +229,9 @@ def _comparison_section(comparisons: _Comparisons) -> list[str]:
 def depth_use_sections(out: Path, level: str = "##") -> list[str]:
     """The report's sections (models, effective depth, pruning, loss curves, comparisons) from the CSVs in
     ``out``, with headings at ``level``; what results.md and docs/RESULTS.md print."""
-    models = _read(out / "models.csv")
-    depths = _read(out / "effective_depth.csv")
-    pruning = _read(out / "pruning.csv")
+    models = read_rows(out / "models.csv")
+    depths = read_rows(out / "effective_depth.csv")
+    pruning = read_rows(out / "pruning.csv")
     comparisons = _Comparisons()
     lines = [f"{len(models)} of 24 models finished.", ""]
     lines += _models_section(models)
@@ -254,8 +247,8 @@ def primary_glance(out: Path) -> str | None:
     """One line with the primary family's Holm-adjusted verdicts (docs/RESULTS.md's "At a glance"); ``None``
     before both primary comparisons have their models."""
     comparisons = _Comparisons()
-    _depth_section(_read(out / "effective_depth.csv"), comparisons)
-    pruning = _read(out / "pruning.csv")
+    _depth_section(read_rows(out / "effective_depth.csv"), comparisons)
+    pruning = read_rows(out / "pruning.csv")
     if pruning:
         _pruning_rows(pruning, comparisons)
     comparisons.adjust()

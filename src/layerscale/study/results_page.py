@@ -15,7 +15,7 @@ scripts/results_page.py`` rewrites the page; ``--check`` says whether it is curr
 Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 
 - ``glance``: the primary families' Holm-adjusted verdicts only (rows with ``family = primary``, and the
-  depth-use evidence's primary family);
+  depth-use and grow evidence's primary families once their runs have ended);
 - ``<study>-primary``: the primary family's table (difference, raw and Holm-adjusted p, verdict);
 - ``<study>-comparisons``: every other comparison against the reference, both tables (exploratory, BH-adjusted);
 - ``<study>-rates``: the rate each cell chose, and for cells at an edge of the grid the full-budget validation
@@ -26,7 +26,9 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 - ``<study>-compute``: runs and training hours from ``runs.csv``;
 - ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used;
 - ``depth-use``: the depth-use and pruning evidence of the Fashion study's depth-12 models
-  (docs/results/depth-use, :func:`layerscale.study.depth_use_report.depth_use_sections`).
+  (docs/results/depth-use, :func:`layerscale.study.depth_use_report.depth_use_sections`);
+- ``grow``: growing a trained model deeper against training it on (docs/results/grow,
+  :func:`layerscale.study.grow_report.grow_sections`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic_io import write_text_atomic
-from .depth_use_report import depth_use_sections, primary_glance
+from . import depth_use_report, grow_report
 from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import ResultRow, read_results
@@ -51,7 +53,9 @@ __all__ = ["STUDIES", "Study", "load_study", "render_block", "render_page", "mai
 #: the committed studies, in page order, with the names the page gives them
 STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
            "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
-DEPTH_USE_BLOCK = "depth-use"
+#: the evidence folders under docs/results with a block of their own: block name -> (folder, sections, glance)
+EVIDENCE = {"depth-use": ("depth-use", depth_use_report.depth_use_sections, depth_use_report.primary_glance),
+            "grow": ("grow", grow_report.grow_sections, grow_report.primary_glance)}
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
                     re.DOTALL)
 
@@ -132,8 +136,10 @@ def _glance(studies: dict[str, Study], results_dir: str | os.PathLike) -> list[s
                  f"(Holm-adjusted p {format_p(r.p())})" for r in rows]
         lines.append(f"- {STUDIES[key]}, against {study.reference} at each method's tuned rate, primary family of "
                      f"{len(rows)} comparison(s): " + "; ".join(parts) + ".")
-    depth_use = primary_glance(Path(results_dir) / "depth-use")
-    return lines + ([depth_use] if depth_use else [])
+    for folder, _, glance in EVIDENCE.values():
+        line = glance(Path(results_dir) / folder)
+        lines += [line] if line else []
+    return lines
 
 
 def _primary(study: Study) -> list[str]:
@@ -290,14 +296,15 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
         lines = _corrections(studies)
     elif name == "depthbench-depth-gain":
         lines = _depth_gain(studies["depthbench"])
-    elif name == DEPTH_USE_BLOCK:
-        lines = depth_use_sections(Path(results_dir) / "depth-use", level="###")
+    elif name in EVIDENCE:
+        folder, sections, _ = EVIDENCE[name]
+        lines = sections(Path(results_dir) / folder, level="###")
     else:
         key, _, block = name.partition("-")
         if key not in studies or block not in _PER_STUDY:
-            raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, depth-use, "
-                             f"depthbench-depth-gain or <study>-<block> with study in {', '.join(STUDIES)} and block "
-                             f"in {', '.join(_PER_STUDY)}")
+            raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, "
+                             f"{', '.join(EVIDENCE)}, depthbench-depth-gain or <study>-<block> with study in "
+                             f"{', '.join(STUDIES)} and block in {', '.join(_PER_STUDY)}")
         lines = _PER_STUDY[block](studies[key])
     return "\n".join(lines) + "\n"
 
