@@ -1,0 +1,740 @@
+#!/usr/bin/env python
+"""The held-out check of a redone study's primary verdict (issue 26, item 5; each redo's DESIGN.md addendum of
+2026-12-01 11:45 UTC, "Held-out check"): LayerScale against Pre-LN at the study's deepest depth, trained again on
+data the study did not use, seeds 0–2, each method at the rate the redo chose for that cell, reported beside the
+study's own primary comparison.
+
+    python scripts/heldout_check.py --study depthbench-grid --estimate     # the runs and their time (any time)
+    python scripts/heldout_check.py --study depthbench-grid --shard 0/2 & \\
+        python scripts/heldout_check.py --study depthbench-grid --shard 1/2   # train (resumable)
+    python scripts/heldout_check.py --study depthbench-grid --collect      # runs.csv, then results.csv + results.md
+    python scripts/heldout_check.py --study depthbench-grid --report-only  # results.* from check.json + runs.csv
+
+Studies (``--study``): ``depthbench-grid`` (32 blocks, scikit-learn's digits, patch 2), ``fashion-grid`` (depth 48,
+digits, patch 2) and ``lm-grid`` (depth 96, the Perl documentation ``/usr/share/perl/5.36/pod/*.pod`` of Debian's
+``perl-doc``, which must be installed: ``dpkg-query`` is asked first). What is read from the study folder (never
+written):
+
+- ``results.csv`` (:func:`layerscale.study.results_table.read_results`): the rate the tuned table chose for the
+  compared method and for the reference at the depth (a cell without one is refused: the study has not finished
+  it), and the study's comparison row of that cell (difference, interval, Holm p, verdict);
+- the recorded ``config.yaml`` of the study's final run of each method at its chosen rate, seed by seed
+  (``runs/<run id>/`` or, in a packed study, the member of ``runs.tar.xz``, read without unpacking), and its
+  planned step count (``summary.json`` / ``study_status.json``: ``total_steps``).
+
+Each held-out run's config is the study's recorded config of the same method, depth, chosen rate and seed with
+only the design's data keys changed (:func:`heldout_config`), its ``run.out_dir`` set to its held-out folder, and
+under the default budget rule (``steps``) the study's planned step count kept: ``optim.max_steps`` = the study
+run's ``total_steps`` and ``optim.epochs`` raised where the held-out training split is smaller, so that the epochs
+never cap the steps (the warmup and the cosine schedule then run over the same steps as the study's). Every
+other key — model shape, schedule, batch size, early stopping, the validation and test split rules — is the
+study's. The changed keys are printed and recorded in ``check.json``.
+
+Written under ``docs/results/<study>/heldout/``: ``runs/<run id>/`` (git-ignored; a finished run has
+``summary.json`` and is kept, a diverged one ``diverged.json``; an unfinished one is removed and trained from its
+start), and, committed, ``check.json`` (the study's choice and row, the changed keys, the budget, the held-out
+data; a text corpus also by its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and ``results.md`` (generated from ``check.json`` and
+``runs.csv`` alone, byte-identically). The held-out comparison is one pre-registered comparison: its verdict uses
+its raw p-value, with no multiplicity adjustment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import csv
+import io
+import json
+import math
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
+SEEDS = (0, 1, 2)
+BUDGET_RULES = ("steps", "epochs")
+DIGITS = {"data.name": "digits", "data.path": None, "model.patch_size": 2}  # 8x8 at patch 2: 16 tokens, as 28/7
+DESIGNS = {
+    "depthbench-grid": {"study": "docs/results/depthbench-grid", "depth": 32, "data": DIGITS,
+                        "addendum": "docs/results/depthbench/DESIGN.md, addendum of 2026-12-01 11:45 UTC"},
+    "fashion-grid": {"study": "docs/results/fashion-grid", "depth": 48, "data": DIGITS,
+                     "addendum": "docs/results/fashion/DESIGN.md, addendum of 2026-12-01 11:45 UTC"},
+    # perl-doc must be installed: without it the pattern can still match a lone perldiag.pod (it does here: one
+    # file of 300,178 bytes), which would silently become the held-out corpus
+    "lm-grid": {"study": "docs/results/lm-grid", "depth": 96, "data": {"data.path": "/usr/share/perl/5.36/pod/*.pod"},
+                "package": "perl-doc", "addendum": "docs/results/lm/DESIGN.md, addendum of 2026-12-01 11:45 UTC"},
+}
+CHECK_FILE = "check.json"
+RUN_FIELDS = ["method", "lr", "seed", "status", "val", "test", "train_s", "steps"]
+RESULT_FIELDS = ["kind", "source", "data", "method", "reference", "depth", "lr", "reference_lr", "n", "mean", "low",
+                 "high", "truncated", "p_raw", "p_adj", "adjustment", "verdict", "values", "bootstrap_low",
+                 "bootstrap_high"]
+#: the study's comparison columns copied into check.json (results.csv of ``layerscale study``)
+STUDY_ROW_FIELDS = ("lr", "params", "runs", "diverged", "metric", "test_mean", "test_ci_low", "test_ci_high", "test_n",
+                    "test_truncated", "test_per_seed", "diff_mean", "diff_ci_low", "diff_ci_high", "diff_n",
+                    "diff_truncated", "diff_per_seed", "family", "p_raw", "p_adj", "adjustment", "verdict",
+                    "verdict_unadjusted", "bootstrap_low", "bootstrap_high")
+
+
+class Refusal(ValueError):
+    """A check that cannot run (yet): one line for the user, exit status 2."""
+
+
+@dataclass
+class Design:
+    """What is run: the study folder, the compared method and the reference at ``depth``, the data keys the design
+    changes (dotted ``section.key`` → value), the seeds, the budget rule (``steps``: the study's planned optimizer
+    steps; ``epochs``: the study's ``optim`` keys unchanged) and the output folder (``runs/`` inside it)."""
+
+    name: str
+    study: Path
+    depth: int
+    data: dict
+    addendum: str = ""
+    method: str = "layerscale"
+    reference: str = "prenorm"
+    seeds: tuple = SEEDS
+    budget: str = "steps"
+    out: Path | None = None
+    package: str | None = None  # the Debian package the held-out data comes from (must be installed)
+
+    def __post_init__(self):
+        self.study = Path(self.study)
+        if not self.study.is_absolute():
+            self.study = ROOT / self.study
+        self.out = self.study / "heldout" if self.out is None else Path(self.out)
+        if self.budget not in BUDGET_RULES:
+            raise Refusal(f"budget {self.budget!r}: expected one of {', '.join(BUDGET_RULES)}")
+        if not self.data or any(key.count(".") != 1 for key in self.data):
+            raise Refusal(f"data changes {self.data!r}: expected section.key names (data.name, model.patch_size)")
+        if self.method == self.reference:
+            raise Refusal(f"method and reference are both {self.method!r}")
+
+    @classmethod
+    def named(cls, name: str) -> Design:
+        return cls(name=name, **DESIGNS[name])
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Design:
+        """A design from a JSON file (``study``, ``depth``, ``data``, and optionally ``name``, ``addendum``,
+        ``method``, ``reference``, ``seeds``, ``budget``, ``out``): for tests and dry runs; relative paths are taken
+        from the file's folder."""
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise Refusal(f"--design {path}: not a readable JSON design ({exc})") from None
+        base = path.resolve().parent
+        unknown = sorted(set(raw) - {"name", "study", "depth", "data", "addendum", "method", "reference", "seeds",
+                                     "budget", "out", "package"})
+        if unknown:
+            raise Refusal(f"--design {path}: unknown key {unknown[0]!r}")
+        return cls(name=raw.get("name", path.stem), study=base / raw["study"], depth=int(raw["depth"]),
+                   data=dict(raw["data"]), addendum=raw.get("addendum", ""),
+                   method=raw.get("method", "layerscale"), reference=raw.get("reference", "prenorm"),
+                   seeds=tuple(int(s) for s in raw.get("seeds", SEEDS)), budget=raw.get("budget", "steps"),
+                   out=(base / raw["out"]) if "out" in raw else None, package=raw.get("package"))
+
+    @property
+    def methods(self) -> tuple[str, str]:
+        """The reference first, then the compared method."""
+        return (self.reference, self.method)
+
+    def run_dir(self, method: str, lr: float, seed: int) -> Path:
+        return self.out / "runs" / run_name(method, self.depth, lr, seed)
+
+
+def run_name(method: str, depth: int, lr: float, seed: int) -> str:
+    """The study's run id (:attr:`layerscale.study.grid.RunSpec.run_id`), also the held-out run's folder name."""
+    from layerscale.study.grid import format_lr
+
+    return f"{method}-d{depth}-lr{format_lr(lr)}-s{seed}"
+
+
+def shown_path(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (what committed files record)."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# --- the study's choice -----------------------------------------------------------------------------------------
+
+def study_choice(design: Design) -> dict:
+    """From the study's ``results.csv``: the chosen rate of both methods at the depth (the tuned table's rows) and
+    the compared method's comparison row. :class:`Refusal` when a rate is not chosen yet or a row is missing."""
+    from layerscale.study.results_table import read_results
+
+    path = design.study / "results.csv"
+    rows = {(r.method, r.depth): r for r in read_results(path) if r.table == "tuned"}
+    found = {}
+    for method in design.methods:
+        row = rows.get((method, design.depth))
+        if row is None:
+            raise Refusal(f"{shown_path(path)}: no tuned row for {method} at depth {design.depth}; the study has "
+                          f"no such cell")
+        if row.lr is None:
+            raise Refusal(f"{shown_path(path)}: the rate of {method} at depth {design.depth} is not chosen yet (the "
+                          f"tuned table's lr is empty): the study has not finished that cell; run the held-out check "
+                          f"after it")
+        found[method] = row
+    compared = found[design.method]
+    if compared.interval("diff") is None:
+        raise Refusal(f"{shown_path(path)}: {design.method} at depth {design.depth} has a rate but no difference "
+                      f"against {design.reference} yet")
+    return {"rates": {m: found[m].lr for m in design.methods},
+            "study_row": {k: compared[k] for k in STUDY_ROW_FIELDS},
+            "reference_row": {k: found[design.reference][k] for k in ("lr", "params", "test_mean", "test_ci_low",
+                                                                      "test_ci_high", "test_n", "test_per_seed")}}
+
+
+def read_recorded(study: Path, names: list[str]) -> dict[str, bytes | None]:
+    """The bytes of each ``runs/<name>`` of the study (``None`` when absent): from the ``runs/`` folder when it
+    exists, else from ``runs.tar.xz`` without unpacking it (regular-file members only)."""
+    from layerscale.study.archive import ARCHIVE_FILE
+
+    runs, archive = study / "runs", study / ARCHIVE_FILE
+    if runs.is_dir():
+        return {n: (runs / n).read_bytes() if (runs / n).is_file() else None for n in names}
+    if not archive.is_file():
+        raise Refusal(f"{shown_path(study)}: neither runs/ nor {ARCHIVE_FILE}; the study's run records are needed")
+    wanted = {f"runs/{n}": n for n in names}
+    found: dict[str, bytes | None] = dict.fromkeys(names)
+    try:
+        with tarfile.open(archive, mode="r:xz") as tar:
+            for member in tar:
+                name = wanted.get(PurePosixPath(member.name).as_posix())
+                if name is not None and member.isfile():
+                    found[name] = tar.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise Refusal(f"{shown_path(archive)}: not a readable runs archive ({exc})") from None
+    return found
+
+
+def parse_config(text: bytes, where: str) -> dict:
+    """A recorded ``config.yaml`` read by the project's loader (:func:`load_config_file`: safe YAML only)."""
+    from layerscale.train.config_file import load_config_file
+
+    with tempfile.TemporaryDirectory(prefix="heldout-config-") as tmp:
+        path = Path(tmp) / "config.yaml"
+        path.write_bytes(text)
+        try:
+            return load_config_file(path)
+        except ValueError as exc:
+            raise Refusal(f"{where}: {str(exc).replace(str(path), 'config.yaml')}") from None
+
+
+def _planned_steps(summary: bytes | None, status: bytes | None) -> int | None:
+    for text in (summary, status):
+        if text is not None:
+            value = json.loads(text).get("total_steps")
+            if value is not None:
+                return int(value)
+    return None
+
+
+def study_runs(design: Design, rates: dict) -> tuple[dict, int | None]:
+    """The study's recorded config of every (method, seed) at its chosen rate, and the planned step count they
+    share (``None`` when no run records one). :class:`Refusal` for a missing config or disagreeing budgets."""
+    ids = {(m, s): run_name(m, design.depth, rates[m], s) for m in design.methods for s in design.seeds}
+    names = [f"{rid}/{f}" for rid in ids.values() for f in ("config.yaml", "summary.json", "study_status.json")]
+    files = read_recorded(design.study, names)
+    configs, budgets = {}, {}
+    for key, rid in ids.items():
+        text = files[f"{rid}/config.yaml"]
+        if text is None:
+            raise Refusal(f"{shown_path(design.study)}: no recorded config.yaml of run {rid} (the study's final run "
+                          f"of {key[0]} at its chosen rate, seed {key[1]})")
+        configs[key] = parse_config(text, f"{shown_path(design.study)} run {rid}")
+        steps = _planned_steps(files[f"{rid}/summary.json"], files[f"{rid}/study_status.json"])
+        if steps is not None:
+            budgets[rid] = steps
+    if len(set(budgets.values())) > 1:
+        raise Refusal(f"{shown_path(design.study)}: the runs of the cell plan different step counts "
+                      f"({', '.join(f'{k}: {v}' for k, v in sorted(budgets.items()))})")
+    return configs, next(iter(budgets.values()), None)
+
+
+# --- the held-out configs --------------------------------------------------------------------------------------------
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def changed_keys(before: dict, after: dict, skip: tuple = ("run.out_dir",)) -> list[dict]:
+    """``{"key", "study", "heldout"}`` for every key whose value differs (sorted; ``skip`` left out)."""
+    b, a = _flat(before), _flat(after)
+    return [{"key": k, "study": b.get(k), "heldout": a.get(k)} for k in sorted(set(a) | set(b))
+            if k not in skip and b.get(k, "<absent>") != a.get(k, "<absent>")]
+
+
+def heldout_config(study_raw: dict, data: dict, seed: int, out: str | Path, *, budget_steps: int | None = None,
+                   steps_per_epoch: int | None = None) -> dict:
+    """The held-out run's config: ``study_raw`` (the study's recorded config) with the design's ``data`` keys
+    (``section.key`` → value), ``run.seed``, ``run.out_dir`` and ``run.progress: none``; with ``budget_steps``
+    (the study's planned steps) ``optim.max_steps`` set to it and ``optim.epochs`` raised to
+    ``ceil(budget_steps / steps_per_epoch)`` when the study's epochs would end the run sooner."""
+    raw = copy.deepcopy(study_raw)
+    for key, value in data.items():
+        section, name = key.split(".")
+        raw.setdefault(section, {})[name] = value
+    raw["run"]["seed"] = int(seed)
+    raw["run"]["out_dir"] = str(out)
+    raw["run"]["progress"] = "none"
+    if budget_steps is not None:
+        if not steps_per_epoch:
+            raise Refusal(f"the held-out training split holds less than one batch of {raw['data']['batch_size']}")
+        raw["optim"]["max_steps"] = int(budget_steps)
+        raw["optim"]["epochs"] = max(int(raw["optim"]["epochs"]), math.ceil(budget_steps / steps_per_epoch))
+    return raw
+
+
+def _data_label(raw: dict) -> str:
+    data = raw["data"]
+    return f"{data['name']} ({data['path']})" if data.get("path") else str(data["name"])
+
+
+def _validated(raw: dict):
+    from layerscale.train.config import TrainConfig
+
+    return TrainConfig.from_dict(raw)
+
+
+def require_package(package: str | None) -> None:
+    """:class:`Refusal` unless the Debian package ``package`` is installed (``dpkg-query``)."""
+    import subprocess
+
+    if package is None:
+        return
+    try:
+        status = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True,
+                                check=False).stdout
+    except OSError:
+        raise Refusal(f"the held-out data comes from the Debian package {package}, and dpkg-query is not available "
+                      "to check that it is installed") from None
+    if "install ok installed" not in status:
+        raise Refusal(f"the held-out data comes from the Debian package {package}, which is not installed: "
+                      f"apt-get install {package}")
+
+
+def corpus_record(path: str) -> dict:
+    """A text corpus exactly: the files it joins (``read_text_bytes``'s order), its bytes and their SHA-256."""
+    import hashlib
+
+    from layerscale.data.text import read_text_bytes
+
+    folder = Path(path)
+    if folder.is_dir():
+        files = [p for p in folder.rglob("*") if p.is_file()
+                 and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    elif folder.is_file():
+        files = [folder]
+    else:
+        files = [p for p in Path(folder.anchor or ".").glob(str(folder.relative_to(folder.anchor))
+                                                            if folder.is_absolute() else str(folder)) if p.is_file()]
+    data = read_text_bytes(path)
+    return {"files": len(files), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _load(raw: dict):
+    """The validated config ``raw`` and its (held-out) data."""
+    from layerscale.train.data_setup import load_train_data
+
+    config = _validated(raw)
+    return config, load_train_data(config)
+
+
+def _parameters(raw: dict, data) -> int:
+    """The parameter count of ``raw``'s model on ``data`` (built on the meta device, as the trainer builds it)."""
+    from layerscale.study.shapes import count_parameters
+
+    config = _validated(raw)
+    return count_parameters(config.model.name, {**data.model_args, **config.model.options})
+
+
+def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
+    """The check's record (``check.json``: the study's choice and row, the changed keys, the budget, the held-out
+    data) and every held-out run's config, keyed ``(method, seed)``. Writes ``check.json`` when ``write``."""
+    from layerscale.study.results import Metric
+    from layerscale.train.budget import planned_total_steps, steps_per_epoch
+
+    choice = study_choice(design)
+    studied, budget = study_runs(design, choice["rates"])
+    first = studied[(design.reference, design.seeds[0])]
+    if all(_flat(first).get(k, "<absent>") == v for k, v in design.data.items()):
+        raise Refusal(f"the design's data keys {design.data} are the study's own: nothing would be held out")
+    if design.budget == "steps" and budget is None:
+        raise Refusal(f"{shown_path(design.study)}: no run of the cell records its planned steps (summary.json or "
+                      "study_status.json: total_steps), which the budget rule 'steps' keeps")
+    require_package(design.package)
+    probe = heldout_config(first, design.data, design.seeds[0], design.out / "probe")
+    config, data = _load(probe)
+    corpus = corpus_record(config.data.path) if data.kind == "text" else None
+    per_epoch = steps_per_epoch(len(data.train), config.data.batch_size)
+    configs, changes, params = {}, None, {}
+    for (method, seed), raw in studied.items():
+        run_dir = design.run_dir(method, choice["rates"][method], seed)
+        held = heldout_config(raw, design.data, seed, run_dir,
+                              budget_steps=budget if design.budget == "steps" else None, steps_per_epoch=per_epoch)
+        diff = changed_keys(raw, held)
+        if changes is None:
+            changes = diff
+        elif diff != changes:
+            raise Refusal(f"{shown_path(design.study)}: the study's configs of the cell differ beyond method, rate "
+                          f"and seed ({run_name(method, design.depth, choice['rates'][method], seed)})")
+        configs[(method, seed)] = held
+        params.setdefault(method, _parameters(held, data))
+    planned = planned_total_steps(_validated(configs[(design.reference, design.seeds[0])]).optim, per_epoch)
+    metric = Metric.for_language_model(data.kind == "text")
+    check = {"study": design.name, "study_folder": shown_path(design.study), "addendum": design.addendum,
+             "method": design.method, "reference": design.reference, "depth": design.depth,
+             "seeds": list(design.seeds), "classification": metric.classification, "metric": metric.name,
+             "rates": choice["rates"], "study_row": choice["study_row"], "reference_row": choice["reference_row"],
+             "study_data": _data_label(first), "heldout_data": _data_label(configs[(design.reference,
+                                                                                       design.seeds[0])]),
+             "data_description": data.description, "corpus": corpus, "design_keys": design.data, "changes": changes,
+             "budget": {"rule": design.budget, "study_steps": budget, "steps_per_epoch": per_epoch,
+                        "heldout_steps": planned},
+             "params": {m: params[m] for m in design.methods}}
+    if write:
+        design.out.mkdir(parents=True, exist_ok=True)
+        from layerscale.atomic_io import write_text_atomic
+
+        text = json.dumps(check, indent=1, sort_keys=True) + "\n"
+        path = design.out / CHECK_FILE
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_text_atomic(path, text)
+    return check, configs
+
+
+def describe_changes(check: dict) -> list[str]:
+    lines = [f"{c['key']}: {c['study']!r} -> {c['heldout']!r}" for c in check["changes"]]
+    return lines + ["run.out_dir: the held-out run folder"]
+
+
+# --- training ------------------------------------------------------------------------------------------------------
+
+def units(design: Design) -> list[tuple[str, int]]:
+    """Every held-out run, seed by seed (the reference, then the compared method)."""
+    return [(method, seed) for seed in design.seeds for method in design.methods]
+
+
+def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -> None:
+    """One held-out run; a finished or diverged run is kept, an unfinished one is trained again from its start."""
+    import torch
+
+    from layerscale.atomic_io import write_text_atomic
+    from layerscale.study.retrain import is_finished
+    from layerscale.train.nonfinite import NonFiniteError
+    from layerscale.train.runner import run as train_run
+
+    run_dir = design.run_dir(method, check["rates"][method], seed)
+    if is_finished(run_dir) or (run_dir / "diverged.json").is_file():
+        return
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    started = time.time()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            train_run(raw, out=run_dir)
+    except NonFiniteError as exc:
+        write_text_atomic(run_dir / "diverged.json", json.dumps({"message": str(exc)}, indent=1))
+        print(f"{run_dir.name}: diverged", flush=True)
+        return
+    print(f"{run_dir.name}: trained ({time.time() - started:.0f} s)", flush=True)
+
+
+# --- collect and report --------------------------------------------------------------------------------------------
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else value
+
+
+def csv_text(rows: list[dict], fields: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_value(row.get(k)) for k in fields})
+    return buffer.getvalue()
+
+
+def run_rows(design: Design, check: dict) -> list[dict]:
+    """One row per held-out run (pending ones included): status, last validation and test metric, seconds, steps."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from grow_evidence import run_outcome
+
+    rows = []
+    for method, seed in units(design):
+        lr = check["rates"][method]
+        outcome = run_outcome(design.run_dir(method, lr, seed), check["classification"])
+        train_s = outcome["train_s"]
+        rows.append({"method": method, "lr": lr, "seed": seed, "status": outcome["status"], "val": outcome["val"],
+                     "test": outcome["test"], "train_s": None if train_s is None else round(train_s, 1),
+                     "steps": outcome["steps"]})
+    return rows
+
+
+def collect(design: Design) -> None:
+    """check.json from the study as it is now, runs.csv from the run folders."""
+    from layerscale.atomic_io import write_text_atomic
+
+    check, _ = prepare(design)
+    rows = run_rows(design, check)
+    write_text_atomic(design.out / "runs.csv", csv_text(rows, RUN_FIELDS))
+    ended = sum(r["status"] != "pending" for r in rows)
+    print(f"collected {ended} of {len(rows)} held-out runs ended")
+
+
+def _number(text):
+    return None if text in ("", None) else float(text)
+
+
+def _read_runs(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [{"method": r["method"], "lr": float(r["lr"]), "seed": int(r["seed"]), "status": r["status"],
+                 "val": _number(r["val"]), "test": _number(r["test"]), "train_s": _number(r["train_s"]),
+                 "steps": None if r["steps"] == "" else int(r["steps"])} for r in csv.DictReader(handle)]
+
+
+def heldout_comparison(check: dict, runs: list[dict]):
+    """Per method the test metric over seeds (mean and t-interval, truncated to the metric's range) and the paired
+    difference compared − reference over the seeds both finished, with its raw p-value and verdict (one
+    pre-registered comparison: no adjustment)."""
+    from layerscale.study.intervals import mean_interval, p_value, paired_interval, within_range
+    from layerscale.study.results import Metric
+    from layerscale.study.verdicts import verdict
+
+    metric = Metric.for_language_model(not check["classification"])
+    tests = {m: {r["seed"]: r["test"] for r in runs if r["method"] == m and r["test"] is not None}
+             for m in (check["reference"], check["method"])}
+    cells = {m: within_range(mean_interval([v for _, v in sorted(t.items())]), *metric.value_range)
+             for m, t in tests.items()}
+    diff = within_range(paired_interval(tests[check["method"]], tests[check["reference"]]), *metric.difference_range)
+    p = p_value(diff)
+    paired = sorted(set(tests[check["method"]]) & set(tests[check["reference"]]))
+    return metric, tests, cells, diff, p, verdict(diff, metric.higher_is_better), paired
+
+
+def _study_interval(row: dict):
+    from layerscale.study.results_table import row_interval
+
+    return row_interval(row, "diff")
+
+
+def result_rows(check: dict, runs: list[dict]) -> list[dict]:
+    metric, tests, cells, diff, p, verdict, paired = heldout_comparison(check, runs)
+    common = {"depth": check["depth"]}
+    rows = []
+    for method in (check["reference"], check["method"]):
+        cell = cells[method]
+        rows.append({**common, "kind": "cell", "source": "heldout", "data": check["heldout_data"], "method": method,
+                     "lr": check["rates"][method], "n": len(tests[method]), "mean": cell.mean if cell else None,
+                     "low": cell.low if cell else None, "high": cell.high if cell else None,
+                     "truncated": cell.truncated if cell else "",
+                     "values": ";".join(f"{s}:{v!r}" for s, v in sorted(tests[method].items()))})
+    comparison = {**common, "kind": "difference", "method": check["method"], "reference": check["reference"],
+                  "lr": check["rates"][check["method"]], "reference_lr": check["rates"][check["reference"]]}
+    rows.append({**comparison, "source": "heldout", "data": check["heldout_data"], "n": len(paired),
+                 "mean": diff.mean if diff else None, "low": diff.low if diff else None,
+                 "high": diff.high if diff else None, "truncated": diff.truncated if diff else "", "p_raw": p,
+                 "adjustment": "none", "verdict": verdict,
+                 "values": ";".join(f"{s}:{v!r}" for s, v in zip(paired, diff.values)) if diff else ""})
+    s = check["study_row"]
+    rows.append({**comparison, "source": "study", "data": check["study_data"], "n": int(s["diff_n"] or 0),
+                 "mean": _number(s["diff_mean"]), "low": _number(s["diff_ci_low"]), "high": _number(s["diff_ci_high"]),
+                 "truncated": s["diff_truncated"], "p_raw": _number(s["p_raw"]), "p_adj": _number(s["p_adj"]),
+                 "adjustment": s["adjustment"], "verdict": s["verdict"], "values": s["diff_per_seed"],
+                 "bootstrap_low": _number(s["bootstrap_low"]), "bootstrap_high": _number(s["bootstrap_high"])})
+    return rows
+
+
+def _value(value, digits: int) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def report_text(check: dict, runs: list[dict]) -> str:
+    from layerscale.study.formatting import TRUNCATION_NOTE, format_interval, format_p
+
+    metric, tests, cells, diff, p, verdict, paired = heldout_comparison(check, runs)
+    d, unit = metric.digits, metric.difference_unit
+    method, reference, depth = check["method"], check["reference"], check["depth"]
+    s = check["study_row"]
+    study_diff = _study_interval(s)
+    ended = sum(r["status"] != "pending" for r in runs)
+    total = len(check["seeds"]) * 2
+    budget, corpus = check["budget"], check.get("corpus")
+    lines = [f"# Held-out check: {method} vs {reference} at depth {depth} ({check['study']})", "",
+             "<!-- generated by scripts/heldout_check.py from check.json and runs.csv; do not edit -->", "",
+             f"Design: {check['addendum'] or 'the study DESIGN.md'} (\"Held-out check\"), fixed before the study's "
+             f"runs. The study's primary comparison {method} − {reference} at depth {depth} ({check['study_folder']}, "
+             f"data {check['study_data']}) trained again on {check['heldout_data']}, which the study did not use: "
+             f"seeds {', '.join(str(x) for x in check['seeds'])}, each method at the rate the study chose for its "
+             f"cell. {ended} of {max(total, len(runs))} held-out runs ended "
+             f"({sum(r['status'] == 'diverged' for r in runs)} diverged).", "",
+             "## The comparison", "",
+             f"{method} − {reference}, {metric.name} ({unit}; "
+             f"{'higher' if metric.higher_is_better else 'lower'} is better), paired by seed, mean with its 95 % "
+             "t-interval. The study's row is its primary family's (Holm-adjusted p, the verdict by it); the held-out "
+             "comparison is a single pre-registered comparison, so its verdict uses the raw p-value with no "
+             "multiplicity adjustment.", "",
+             "| | data | seeds | difference | p (raw) | p (adjusted) | verdict |", "|---|---|---|---|---|---|---|",
+             f"| study ({s['family'] or 'no family'}) | {check['study_data']} | {s['diff_n'] or 0} | "
+             f"{format_interval(study_diff, d, signed=True)} | {format_p(_number(s['p_raw']))} | "
+             f"{format_p(_number(s['p_adj']))} ({s['adjustment'] or '—'}) | {s['verdict'] or '—'} |",
+             f"| held-out | {check['heldout_data']} | {len(paired)} | {format_interval(diff, d, signed=True)} | "
+             f"{format_p(p)} | none (one comparison) | {verdict or '—'} |", ""]
+    if s.get("bootstrap_low"):
+        lines += [f"The study's two-level bootstrap interval: [{float(s['bootstrap_low']):.{d}f}, "
+                  f"{float(s['bootstrap_high']):.{d}f}].", ""]
+    if verdict in ("", "n < 3"):
+        lines += [f"The held-out check is not complete: {len(paired)} of {len(check['seeds'])} seeds paired.", ""]
+    else:
+        same = "the same verdict as" if verdict == s["verdict"] else "a different verdict from"
+        lines += [f"Held-out verdict: {verdict}; {same} the study's ({s['verdict'] or '—'}).", ""]
+    lines += ["## Per method (held-out)", "",
+              f"The test metric on {check['heldout_data']}: mean over seeds with its 95 % t-interval "
+              f"({'truncated to [0, 100]' if metric.classification else 'bits per byte'}), each seed's value, and "
+              "each run's training seconds and steps.", "",
+              "| method | rate (the study's choice) | parameters (study / held-out) | test | per seed | "
+              "training seconds per seed | steps |", "|---|---|---|---|---|---|---|"]
+    study_params = {method: s.get("params", ""), reference: check["reference_row"].get("params", "")}
+    for m in (reference, method):
+        mine = sorted((r for r in runs if r["method"] == m), key=lambda r: r["seed"])
+        per_seed = ", ".join(f"{r['seed']}: " + (_value(r["test"], d) if r["test"] is not None else r["status"])
+                             for r in mine)
+        seconds = ", ".join("—" if r["train_s"] is None else f"{r['train_s']:.0f}" for r in mine)
+        steps = ", ".join("—" if r["steps"] is None else str(r["steps"]) for r in mine)
+        lines.append(f"| {m} | {check['rates'][m]:g} | {study_params[m] or '—'} / {check['params'][m]} | "
+                     f"{format_interval(cells[m], d)} | {per_seed or '—'} | {seconds or '—'} | {steps or '—'} |")
+    lines += ["", "## What the held-out runs change", "",
+              "Each held-out run's config is the study's recorded config of the same method, depth, chosen rate and "
+              "seed with only these keys changed (and `run.out_dir`, the held-out run folder):", "",
+              "| key | study | held-out |", "|---|---|---|"]
+    lines += [f"| `{c['key']}` | {json.dumps(c['study'])} | {json.dumps(c['heldout'])} |" for c in check["changes"]]
+    rule = ("the study's planned optimizer steps kept (`optim.max_steps`; `optim.epochs` raised where the held-out "
+            "training split is smaller, so the epochs never cap the steps)" if budget["rule"] == "steps"
+            else "the study's `optim` keys unchanged (its epochs over the held-out training split)")
+    lines += ["", f"Budget: {rule}: the study's runs plan {budget['study_steps']} steps; the held-out runs plan "
+              f"{budget['heldout_steps']} ({budget['steps_per_epoch']} steps per epoch of the held-out training "
+              f"split). Held-out data: {check['data_description']}."
+              + (f" The corpus: {corpus['files']} files, {corpus['bytes']:,} bytes joined, SHA-256 "
+                 f"`{corpus['sha256']}`." if corpus else ""), "", TRUNCATION_NOTE, ""]
+    return "\n".join(lines)
+
+
+def write_report(out: Path) -> None:
+    """results.csv and results.md from check.json and runs.csv in ``out`` (each written atomically)."""
+    from layerscale.atomic_io import write_text_atomic
+
+    out = Path(out)
+    path = out / CHECK_FILE
+    if not path.is_file():
+        raise Refusal(f"{shown_path(path)} not found: run the check (or --collect) first")
+    check = json.loads(path.read_text(encoding="utf-8"))
+    runs = _read_runs(out / "runs.csv")
+    write_text_atomic(out / "results.csv", csv_text(result_rows(check, runs), RESULT_FIELDS))
+    write_text_atomic(out / "results.md", report_text(check, runs))
+
+
+# --- estimate and main ---------------------------------------------------------------------------------------------
+
+def estimate(design: Design) -> str:
+    """The runs, and their time from the study's own runs of the cell (runs.csv ``wall_time_s``): the held-out
+    runs have the study's shapes and steps. Works before the study has chosen its rates (it says so)."""
+    lines = [f"{design.name}: {design.method} vs {design.reference} at depth {design.depth}, seeds "
+             f"{', '.join(str(s) for s in design.seeds)}: {len(units(design))} runs into {shown_path(design.out)}/runs",
+             f"data keys changed: {', '.join(f'{k}={v!r}' for k, v in design.data.items())}; budget rule: "
+             f"{design.budget}"]
+    try:
+        rates = study_choice(design)["rates"]
+    except (Refusal, ValueError) as exc:
+        rates = None
+        lines.append(f"not ready: {exc}")
+    seconds = []
+    runs_csv = design.study / "runs.csv"
+    if runs_csv.is_file():
+        with open(runs_csv, newline="", encoding="utf-8") as handle:
+            for r in csv.DictReader(handle):
+                if (r["kind"] == "final" and r["method"] in design.methods and int(r["depth"]) == design.depth
+                        and r["status"] == "finished" and r["wall_time_s"]
+                        and (rates is None or float(r["lr"]) == rates[r["method"]])):
+                    seconds.append(float(r["wall_time_s"]))
+    if seconds:
+        each = sum(seconds) / len(seconds)
+        lines.append(f"the study's finished runs of the cell{'' if rates else ' (any rate)'}: {each / 60:.1f} min "
+                     f"each on average ({len(seconds)} runs): about {each * len(units(design)) / 3600:.1f} CPU-hours "
+                     f"for the check")
+    else:
+        lines.append("no finished run of the cell in the study's runs.csv to time the check by")
+    return "\n".join(lines)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit status 2
+        self.exit(2, f"heldout_check: error: {message}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", choices=sorted(DESIGNS), help="the redone study whose primary verdict to check")
+    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th held-out run from the I-th")
+    parser.add_argument("--collect", action="store_true", help="runs.csv from the run folders, then the report")
+    parser.add_argument("--report-only", action="store_true", help="results.csv and results.md from the records")
+    parser.add_argument("--estimate", action="store_true", help="list the runs and their time; train nothing")
+    parser.add_argument("--design", default=None, help=argparse.SUPPRESS)  # a JSON design (tests)
+    args = parser.parse_args(argv)
+    if (args.study is None) == (args.design is None):
+        parser.error("give --study NAME (one of " + ", ".join(sorted(DESIGNS)) + ")")
+    try:
+        index, count = (int(part) for part in args.shard.split("/"))
+        if not 0 <= index < count:
+            raise ValueError
+    except ValueError:
+        parser.error(f"--shard {args.shard}: expected I/N with 0 <= I < N")
+    try:
+        design = Design.from_file(args.design) if args.design else Design.named(args.study)
+        if args.estimate:
+            print(estimate(design))
+            return 0
+        if args.report_only:
+            write_report(design.out)
+            return 0
+        if args.collect:
+            collect(design)
+            write_report(design.out)
+            return 0
+        check, configs = prepare(design)
+        print(f"{design.name}: rates {', '.join(f'{m} {lr:g}' for m, lr in check['rates'].items())}; changed keys: "
+              f"{'; '.join(describe_changes(check))}", flush=True)
+        for method, seed in units(design)[index::count]:
+            train_unit(design, check, configs[(method, seed)], method, seed)
+    except (ValueError, FileNotFoundError, ImportError) as exc:  # Refusal is a ValueError
+        from layerscale.messages import one_line
+
+        print(f"heldout_check: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
