@@ -149,38 +149,6 @@ def _write_json(path: Path, payload) -> None:
     write_text_atomic(path, json.dumps(payload, indent=1))
 
 
-def _records(run_dir: Path) -> list[dict]:
-    from layerscale.train.metrics_log import read_metrics
-
-    path = run_dir / "metrics.jsonl"
-    return read_metrics(path) if path.is_file() else []
-
-
-def run_outcome(run_dir: Path, classification: bool) -> dict:
-    """status (finished, diverged, pending), the last validation metric, the test metric, steps and seconds."""
-    from layerscale.study.results import Metric
-    from layerscale.study.retrain import is_finished, training_seconds
-
-    metric = Metric.for_language_model(not classification)
-    records = _records(run_dir)
-    evals = [r for r in records if r.get("split") == "eval"]
-    tests = [r for r in records if r.get("split") == "test"]
-    trains = [r for r in records if r.get("split") == "train"]
-    if is_finished(run_dir):
-        status = "finished"
-        steps = int(json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["step"])
-    elif (run_dir / "diverged.json").is_file():
-        status = "diverged"
-        steps = json.loads((run_dir / "diverged.json").read_text(encoding="utf-8")).get("step")
-    else:
-        status, steps = "pending", None
-    if steps is None and trains:
-        steps = int(trains[-1]["step"])
-    val = metric.from_record(evals[-1]) if evals and status == "finished" else None
-    test = metric.from_record(tests[-1]) if tests and status == "finished" else None
-    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": training_seconds(run_dir)}
-
-
 # --- sources ----------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
@@ -250,7 +218,7 @@ def with_identity(record: dict) -> dict:
 
 def ensure_source(design: Design, source: dict) -> dict:
     """Train (retrain), grow and check one source once, under a lock shared by the shards; returns its record."""
-    from layerscale.study.retrain import committed_metric, retrain_run, retrained_metric
+    from layerscale.study.retrain import committed_metric, retrain_run, retrained_metric, run_outcome
 
     folder = design.folder(source["key"])
     record_path = folder / "source.json"
@@ -330,6 +298,8 @@ def _diverged_step(message: str) -> int | None:
 
 def arm_rows(design: Design, source: dict, classification: bool) -> list[dict]:
     """One row per run of the source's arms (pending runs included)."""
+    from layerscale.study.retrain import run_outcome
+
     folder = design.folder(source["key"])
     rows = []
     for arm in design.arms:

@@ -23,12 +23,12 @@ written):
   planned step count (``summary.json`` / ``study_status.json``: ``total_steps``).
 
 Each held-out run's config is the study's recorded config of the same method, depth, chosen rate and seed with
-only the design's data keys changed (:func:`heldout_config`), its ``run.out_dir`` set to its held-out folder, and
-under the default budget rule (``steps``) the study's planned step count kept: ``optim.max_steps`` = the study
-run's ``total_steps`` and ``optim.epochs`` raised where the held-out training split is smaller, so that the epochs
-never cap the steps (the warmup and the cosine schedule then run over the same steps as the study's). Every
-other key — model shape, schedule, batch size, early stopping, the validation and test split rules — is the
-study's. The changed keys are printed and recorded in ``check.json``.
+only the design's keys changed — the data keys and ``run.patience: 0`` (:func:`heldout_config`) —, its
+``run.out_dir`` set to its held-out folder, and under the default budget rule (``steps``) the study's planned step
+count kept: ``optim.max_steps`` = the study run's ``total_steps`` and ``optim.epochs`` raised where the held-out
+training split is smaller, so that the epochs never cap the steps (the warmup and the cosine schedule then run over
+the same steps as the study's). Every other key — model shape, schedule, batch size, the validation and test split
+rules — is the study's. The changed keys are printed and recorded in ``check.json``.
 
 Written under ``docs/results/<study>/heldout/``: ``runs/<run id>/`` (git-ignored; a finished run has
 ``summary.json`` and is kept, a diverged one ``diverged.json``; an unfinished one is removed and trained from its
@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import csv
 import io
 import json
 import math
@@ -59,16 +58,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
 SEEDS = (0, 1, 2)
 BUDGET_RULES = ("steps", "epochs")
-DIGITS = {"data.name": "digits", "data.path": None, "model.patch_size": 2}  # 8x8 at patch 2: 16 tokens, as 28/7
+# Every held-out run trains the study's planned steps without early stopping (the DESIGN.md addenda of 2026-12-01
+# 17:10 UTC): on digits the trainer evaluates at each epoch's end (every 20 steps), where patience 3 would end
+# runs on the noise of 143 validation images.
+NO_EARLY_STOP = {"run.patience": 0}
+DIGITS = {"data.name": "digits", "data.path": None, "model.patch_size": 2,  # 8x8 at patch 2: 16 tokens, as 28/7
+          **NO_EARLY_STOP}
 DESIGNS = {
     "depthbench-grid": {"study": "docs/results/depthbench-grid", "depth": 32, "data": DIGITS,
-                        "addendum": "docs/results/depthbench/DESIGN.md, addendum of 2026-12-01 11:45 UTC"},
+                        "addendum": "docs/results/depthbench/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
     "fashion-grid": {"study": "docs/results/fashion-grid", "depth": 48, "data": DIGITS,
-                     "addendum": "docs/results/fashion/DESIGN.md, addendum of 2026-12-01 11:45 UTC"},
+                     "addendum": "docs/results/fashion/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
     # perl-doc must be installed: without it the pattern can still match a lone perldiag.pod (it does here: one
     # file of 300,178 bytes), which would silently become the held-out corpus
-    "lm-grid": {"study": "docs/results/lm-grid", "depth": 96, "data": {"data.path": "/usr/share/perl/5.36/pod/*.pod"},
-                "package": "perl-doc", "addendum": "docs/results/lm/DESIGN.md, addendum of 2026-12-01 11:45 UTC"},
+    "lm-grid": {"study": "docs/results/lm-grid", "depth": 96,
+                "data": {"data.path": "/usr/share/perl/5.36/pod/*.pod", **NO_EARLY_STOP},
+                "package": "perl-doc",
+                "addendum": "docs/results/lm/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
 }
 CHECK_FILE = "check.json"
 RUN_FIELDS = ["method", "lr", "seed", "status", "val", "test", "train_s", "steps"]
@@ -461,25 +467,9 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
 
 # --- collect and report --------------------------------------------------------------------------------------------
 
-def _csv_value(value):
-    if value is None:
-        return ""
-    return repr(value) if isinstance(value, float) else value
-
-
-def csv_text(rows: list[dict], fields: list[str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _csv_value(row.get(k)) for k in fields})
-    return buffer.getvalue()
-
-
 def run_rows(design: Design, check: dict) -> list[dict]:
     """One row per held-out run (pending ones included): status, last validation and test metric, seconds, steps."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from grow_evidence import run_outcome
+    from layerscale.study.retrain import run_outcome
 
     rows = []
     for method, seed in units(design):
@@ -495,6 +485,7 @@ def run_rows(design: Design, check: dict) -> list[dict]:
 def collect(design: Design) -> None:
     """check.json from the study as it is now, runs.csv from the run folders."""
     from layerscale.atomic_io import write_text_atomic
+    from layerscale.study.csv_rows import csv_text
 
     check, _ = prepare(design)
     rows = run_rows(design, check)
@@ -508,12 +499,11 @@ def _number(text):
 
 
 def _read_runs(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with open(path, newline="", encoding="utf-8") as handle:
-        return [{"method": r["method"], "lr": float(r["lr"]), "seed": int(r["seed"]), "status": r["status"],
-                 "val": _number(r["val"]), "test": _number(r["test"]), "train_s": _number(r["train_s"]),
-                 "steps": None if r["steps"] == "" else int(r["steps"])} for r in csv.DictReader(handle)]
+    from layerscale.study.csv_rows import read_rows
+
+    return [{"method": r["method"], "lr": float(r["lr"]), "seed": int(r["seed"]), "status": r["status"],
+             "val": _number(r["val"]), "test": _number(r["test"]), "train_s": _number(r["train_s"]),
+             "steps": None if r["steps"] == "" else int(r["steps"])} for r in read_rows(path)]
 
 
 def heldout_comparison(check: dict, runs: list[dict]):
@@ -645,6 +635,7 @@ def report_text(check: dict, runs: list[dict]) -> str:
 def write_report(out: Path) -> None:
     """results.csv and results.md from check.json and runs.csv in ``out`` (each written atomically)."""
     from layerscale.atomic_io import write_text_atomic
+    from layerscale.study.csv_rows import csv_text
 
     out = Path(out)
     path = out / CHECK_FILE
@@ -671,14 +662,13 @@ def estimate(design: Design) -> str:
         rates = None
         lines.append(f"not ready: {exc}")
     seconds = []
-    runs_csv = design.study / "runs.csv"
-    if runs_csv.is_file():
-        with open(runs_csv, newline="", encoding="utf-8") as handle:
-            for r in csv.DictReader(handle):
-                if (r["kind"] == "final" and r["method"] in design.methods and int(r["depth"]) == design.depth
-                        and r["status"] == "finished" and r["wall_time_s"]
-                        and (rates is None or float(r["lr"]) == rates[r["method"]])):
-                    seconds.append(float(r["wall_time_s"]))
+    from layerscale.study.csv_rows import read_rows
+
+    for r in read_rows(design.study / "runs.csv"):
+        if (r["kind"] == "final" and r["method"] in design.methods and int(r["depth"]) == design.depth
+                and r["status"] == "finished" and r["wall_time_s"]
+                and (rates is None or float(r["lr"]) == rates[r["method"]])):
+            seconds.append(float(r["wall_time_s"]))
     if seconds:
         each = sum(seconds) / len(seconds)
         lines.append(f"the study's finished runs of the cell{'' if rates else ' (any rate)'}: {each / 60:.1f} min "

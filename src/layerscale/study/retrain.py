@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 __all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished",
-           "training_seconds"]
+           "training_seconds", "run_outcome"]
 
 
 def _run_folder(study_dir: Path, run_id: str) -> Path:
@@ -99,3 +99,33 @@ def training_seconds(run_dir: str | os.PathLike) -> float | None:
         return None
     times = [float(r["time"]) for r in read_metrics(path) if r.get("split") == "train" and "time" in r]
     return max(times) if times else None
+
+
+def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
+    """One evidence run's outcome: ``status`` (``finished``: ``summary.json`` written; ``diverged``: the evidence
+    runner's ``diverged.json``; else ``pending``), the last validation and test metric as the study computes them
+    (only for a finished run), ``steps`` and ``train_s`` (:func:`training_seconds`)."""
+    import json
+
+    from ..train.metrics_log import read_metrics
+    from .results import Metric
+
+    run_dir = Path(run_dir)
+    metric = Metric.for_language_model(not classification)
+    path = run_dir / "metrics.jsonl"
+    records = read_metrics(path) if path.is_file() else []
+    last = {split: [r for r in records if r.get("split") == split] for split in ("eval", "test", "train")}
+    if is_finished(run_dir):
+        status = "finished"
+        steps = int(json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["step"])
+    elif (run_dir / "diverged.json").is_file():
+        status = "diverged"
+        steps = json.loads((run_dir / "diverged.json").read_text(encoding="utf-8")).get("step")
+    else:
+        status, steps = "pending", None
+    if steps is None and last["train"]:
+        steps = int(last["train"][-1]["step"])
+    finished = status == "finished"
+    val = metric.from_record(last["eval"][-1]) if last["eval"] and finished else None
+    test = metric.from_record(last["test"][-1]) if last["test"] and finished else None
+    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": training_seconds(run_dir)}
