@@ -420,8 +420,38 @@ def estimate(design: Design) -> str:
         lines.append(f"  arm {arm}: {len(design.rates)} rates x {len(design.seeds)} seeds = "
                      f"{len(design.rates) * len(design.seeds)} runs")
     total = len(design.sources) * (1 + len(design.arms) * len(design.rates) * len(design.seeds))
-    lines.append(f"{total} runs in all (DESIGN.md: about 7 CPU-hours), plus D_δ of "
+    lines.append(f"{total} runs in all (DESIGN.md planned about 7 CPU-hours; --estimate measures), plus D_δ of "
                  f"{len(design.sources) * (1 + len(design.arms) * len(design.seeds))} models")
+    return "\n".join(lines)
+
+
+def progress(design: Design) -> str:
+    """Per source and arm: the runs ended, their mean training seconds, and the CPU time the pending ones will take
+    at that mean (an arm with none ended yet: unknown)."""
+    lines, remaining, unknown, waiting = [], 0.0, 0, 0
+    for source in design.sources:
+        record_path = design.folder(source["key"]) / "source.json"
+        if not record_path.is_file():
+            lines.append(f"{source['key']}: source not trained yet")
+            continue
+        classification = json.loads(record_path.read_text(encoding="utf-8"))["classification"]
+        rows = arm_rows(design, source, classification)
+        for arm in design.arms:
+            mine = [r for r in rows if r["arm"] == arm]
+            ended = [r for r in mine if r["status"] != "pending"]
+            seconds = [r["train_s"] for r in ended if r["train_s"] is not None]
+            pending = len(mine) - len(ended)
+            waiting += pending
+            mean = sum(seconds) / len(seconds) if seconds else None
+            if pending and mean is None:
+                unknown += pending
+            elif pending:
+                remaining += pending * mean
+            lines.append(f"{source['key']} arm {arm}: {len(ended)} of {len(mine)} ended"
+                         + (f", {mean:.0f} s each on average" if mean is not None else ""))
+    lines.append(f"pending: {waiting} runs, about {remaining / 3600:.1f} CPU-hours at those means"
+                 + (f", and {unknown} runs of arms with none ended yet" if unknown else "")
+                 + ", plus the effective-depth analyses")
     return "\n".join(lines)
 
 
@@ -440,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.estimate:
         print(estimate(design))
+        print(progress(design))
         return 0
     if args.report_only:
         write_report(design.out)

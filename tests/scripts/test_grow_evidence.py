@@ -177,6 +177,23 @@ def test_an_unfinished_run_is_trained_again_from_its_start(pipeline):
     assert (run / "summary.json").is_file() and not (run / "leftover").exists()
 
 
+def test_estimate_measures_the_runs_ended_and_what_remains(pipeline, capsys):
+    _, design, out = pipeline
+    assert grow_evidence.main(["--design", str(design), "--estimate"]) == 0
+    text = capsys.readouterr().out
+    assert all(f"tiny arm {arm}: 6 of 6 ended" in text for arm in "abcd")
+    assert "pending: 0 runs, about 0.0 CPU-hours" in text
+    summary = out / "runs" / "tiny" / "d-lr0.001-s1" / "summary.json"
+    kept = summary.read_bytes()
+    summary.unlink()  # as if the run were still going
+    try:
+        assert grow_evidence.main(["--design", str(design), "--estimate"]) == 0
+        text = capsys.readouterr().out
+    finally:
+        summary.write_bytes(kept)
+    assert "tiny arm d: 5 of 6 ended" in text and "pending: 1 runs" in text
+
+
 def test_a_primary_comparison_by_hand(pipeline):
     _, _, out = pipeline
     runs = _rows(out / "runs.csv")
