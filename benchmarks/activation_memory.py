@@ -5,11 +5,15 @@
 * :func:`allocation_profile` — from the profiler's allocation events (CPU) or the CUDA allocator: the bytes still
   allocated when ``fn()`` returns (for a forward: every activation kept for the backward, including what a
   checkpoint keeps alive outside autograd's saved tensors) and the peak above the starting point while it ran.
+
+Beside them, the ``--dtype`` and ``--device`` helpers the scripts share: :func:`parse_dtype`, :func:`autocast_context`
+and :func:`synchronizer`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+import contextlib
+from typing import Callable, ContextManager, Iterable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -61,6 +65,13 @@ def parse_dtype(name: str) -> torch.dtype:
     if name not in table:
         raise ValueError(f"--dtype must be one of {sorted(table)}, got {name!r}")
     return table[name]
+
+
+def autocast_context(device: str, dtype: torch.dtype) -> Callable[[], ContextManager]:
+    """A factory of ``torch.autocast`` contexts to ``dtype`` for bf16 and fp16, of no-op contexts otherwise."""
+    if dtype in (torch.bfloat16, torch.float16):
+        return lambda: torch.autocast(torch.device(device).type, dtype=dtype)
+    return contextlib.nullcontext
 
 
 def synchronizer(device: str) -> Callable[[], None]:

@@ -13,13 +13,12 @@ Run: python benchmarks/bench_checkpointing.py [--depths 96,1000] [--width 32] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 import torch
 import torch.nn.functional as F
 
-from activation_memory import allocation_profile, parse_dtype, saved_tensor_bytes, synchronizer
-from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+from activation_memory import allocation_profile, autocast_context, parse_dtype, saved_tensor_bytes, synchronizer
+from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 
 from layerscale import create_model
 
@@ -31,17 +30,11 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="fp32")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    add_timing_arguments(parser)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    args.clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     dtype, device, sync = parse_dtype(args.dtype), args.device, synchronizer(args.device)
-    autocast = (lambda: torch.autocast(torch.device(device).type, dtype=dtype)) if dtype in (
-        torch.bfloat16, torch.float16) else contextlib.nullcontext
+    autocast = autocast_context(device, dtype)
     print(f"ViT 32x32/patch 4 (65 tokens), width {args.width}, {args.heads} heads, batch {args.batch}, "
           f"device {device}, dtype {args.dtype}, {args.threads} threads, {args.clock} clock; forward + backward, "
           f"median of {args.rounds} interleaved rounds")

@@ -25,20 +25,17 @@ MODES = ("whole", "regional")
 
 
 def worker(mode: str, depth: int, backend: str, threads: int, device: str, dtype_name: str) -> dict:
-    import contextlib
-
     import torch
     import torch.nn.functional as F
 
-    from activation_memory import parse_dtype, synchronizer
+    from activation_memory import autocast_context, parse_dtype, synchronizer
 
     from layerscale import create_model
     from layerscale.models import compile_blocks
 
     torch.set_num_threads(threads)
     dtype, sync = parse_dtype(dtype_name), synchronizer(device)
-    autocast = (lambda: torch.autocast(torch.device(device).type, dtype=dtype)) if dtype in (
-        torch.bfloat16, torch.float16) else contextlib.nullcontext
+    autocast = autocast_context(device, dtype)
     torch.manual_seed(0)
     model = create_model("vit", img_size=32, patch_size=4, num_classes=10, embed_dim=64, depth=depth,
                          num_heads=2).to(device)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from activation_memory import synchronizer
-from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 
 from layerscale import create_model
 from layerscale.models import compile_blocks
@@ -39,15 +39,11 @@ def main() -> None:
     parser.add_argument("--mlp-ratio", type=float, default=2.0)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    add_timing_arguments(parser, dtype=False)
     args = parser.parse_args()
     if args.width % 16:
         raise ValueError(f"--width must be a multiple of 16 (heads of 16 channels), got {args.width}")
-    torch.set_num_threads(args.threads)
-    args.clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     device, sync = args.device, synchronizer(args.device)
     torch.manual_seed(0)
     eager = create_model("vit", img_size=args.img, patch_size=args.patch, in_chans=args.chans, num_classes=10,

@@ -18,7 +18,7 @@ import torch
 
 from activation_memory import allocation_profile, parse_dtype, saved_tensor_bytes, synchronizer
 from common import print_table
-from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 
 from layerscale.layers.fused import scaled_residual_add
 
@@ -35,15 +35,10 @@ def forms():
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="fp32")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    add_timing_arguments(parser)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    args.clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     dtype, device, sync = parse_dtype(args.dtype), args.device, synchronizer(args.device)
     print(f"device {device}, dtype {args.dtype}, {args.threads} threads, {args.clock} clock, forward + backward, "
           f"median of {args.rounds} interleaved rounds")

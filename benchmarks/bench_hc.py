@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from activation_memory import saved_tensor_bytes, synchronizer
-from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 
 from layerscale import create_model
 from layerscale.models.compile import compile_blocks
@@ -53,16 +53,12 @@ def main() -> None:
     parser.add_argument("--patch", type=int, default=4)
     parser.add_argument("--rate", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
+    add_timing_arguments(parser, dtype=False)
     parser.add_argument("--methods", default="hc,hc_static,mhc")
     parser.add_argument("--memory", action="store_true", help="also print the activation memory saved for backward")
     parser.add_argument("--compile", action="store_true", help="also time every method with its blocks compiled")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     sync = synchronizer(args.device)
     names = ["prenorm"] + [m for m in args.methods.split(",") if m]
     x = torch.randn(args.batch, 3, args.img, args.img, device=args.device)
@@ -92,8 +88,9 @@ def main() -> None:
     tokens = (args.img // args.patch) ** 2 + 1
     print(f"ViT {args.img}x{args.img}/patch {args.patch} ({tokens} tokens), width {args.width}, depth {args.depth}, "
           f"{args.heads} heads, batch {args.batch}, expansion rate {args.rate}, device {args.device}, "
-          f"{args.threads} threads, {clock} clock; training step (AdamW), median of {args.rounds} interleaved rounds")
-    medians = medians_on_clock(steps, rounds=args.rounds, clock=clock)
+          f"{args.threads} threads, {args.clock} clock; training step (AdamW), median of {args.rounds} "
+          f"interleaved rounds")
+    medians = medians_on_clock(steps, rounds=args.rounds, clock=args.clock)
     base = medians["prenorm"]
     for name in names:
         memory = (f"   saved for backward {saved[name] / 2**20:7.1f} MiB  x{saved[name] / saved['prenorm']:5.2f}"

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from activation_memory import synchronizer
-from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 
 from layerscale import create_model
 
@@ -36,16 +36,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--mlp-ratio", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    add_timing_arguments(parser, dtype=False)
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
     if any(w % 32 for w in widths):
         raise ValueError(f"--widths must be multiples of 32 (heads of 32 channels), got {args.widths!r}")
-    torch.set_num_threads(args.threads)
-    args.clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     device, sync = args.device, synchronizer(args.device)
     print(f"device {device}, {args.threads} threads, {args.clock} clock, depth {args.depth}, batch {args.batch}, "
           f"MLP ratio {args.mlp_ratio:g}; median of {args.rounds} interleaved rounds; ratio = fp32 time / bf16 time")

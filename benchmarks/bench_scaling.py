@@ -16,7 +16,6 @@ Run: python benchmarks/bench_scaling.py [--depths 12,24,48,96,192,384,1000] [--b
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import os
 import statistics
@@ -25,8 +24,8 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from activation_memory import allocation_profile, parse_dtype, synchronizer
-from cpu_timing import CLOCKS, clock_function, resolve_clock
+from activation_memory import allocation_profile, autocast_context, parse_dtype, synchronizer
+from cpu_timing import add_timing_arguments, apply_timing_arguments, clock_function
 from mfu import count_flops, describe_peaks, measure_peaks, mfu
 
 from layerscale import create_model
@@ -37,8 +36,7 @@ FIELDS = ["sweep", "depth", "batch", "width", "checkpointing", "step_ms", "activ
 
 def measure(depth: int, batch: int, checkpointing: bool, args, peak: float) -> dict:
     dtype, device, sync = parse_dtype(args.dtype), args.device, synchronizer(args.device)
-    autocast = (lambda: torch.autocast(torch.device(device).type, dtype=dtype)) if dtype in (
-        torch.bfloat16, torch.float16) else contextlib.nullcontext
+    autocast = autocast_context(device, dtype)
     torch.manual_seed(0)
     model = create_model("vit", img_size=32, patch_size=4, num_classes=10, embed_dim=args.width, depth=depth,
                          num_heads=args.width // 32, grad_checkpointing=checkpointing).to(device).train()
@@ -148,19 +146,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="batch size of the depth sweep")
     parser.add_argument("--depth", type=int, default=12, help="depth of the batch sweep")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="fp32")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    add_timing_arguments(parser)
     parser.add_argument("--csv", default="benchmarks/results/scaling.csv")
     parser.add_argument("--plot", default="docs/img/perf_scaling.png")
     args = parser.parse_args()
     if args.width % 32:
         raise ValueError(f"--width must be a multiple of 32 (heads of 32 channels), got {args.width}")
     parse_dtype(args.dtype)
-    torch.set_num_threads(args.threads)
-    args.clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     peaks = measure_peaks(args.device, args.clock, synchronizer(args.device))
     peak_name = "bf16" if args.dtype in ("bf16", "fp16") else "fp32"
     print(describe_peaks(peaks) + f"; MFU against the {peak_name} peak")

@@ -21,13 +21,12 @@ Targets: ours / timm speed ≥ 1.10 for training, ≥ 1.0 for evaluation; activa
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 import torch
 import torch.nn.functional as F
 
-from activation_memory import parse_dtype, saved_tensor_bytes, synchronizer
-from cpu_timing import CLOCKS, medians_on_clock, resolve_clock
+from activation_memory import autocast_context, parse_dtype, saved_tensor_bytes, synchronizer
+from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 from mfu import count_flops, describe_peaks, measure_peaks, mfu
 
 from layerscale import create_model
@@ -70,21 +69,15 @@ def main() -> None:
                         help="also time our ViT with the class-token path off (isolates that saving)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="fp32")
-    parser.add_argument("--clock", default="auto", choices=CLOCKS,
-                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+    add_timing_arguments(parser)
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
     if any(w % 192 for w in widths):
         raise ValueError(f"--widths must be multiples of 192 (64-channel ViT heads, 48-channel CaiT heads), got "
                          f"{args.widths!r}")
-    torch.set_num_threads(args.threads)
-    args.clock = resolve_clock(args.clock, args.device, args.threads)
+    apply_timing_arguments(args)
     dtype, device, sync = parse_dtype(args.dtype), args.device, synchronizer(args.device)
-    autocast = (lambda: torch.autocast(torch.device(device).type, dtype=dtype)) if dtype in (
-        torch.bfloat16, torch.float16) else contextlib.nullcontext
+    autocast = autocast_context(device, dtype)
     peaks = measure_peaks(device, args.clock, sync)
     peak_name = "bf16" if dtype in (torch.bfloat16, torch.float16) else "fp32"
     peak = peaks[peak_name]

@@ -4,17 +4,39 @@
 jobs hold the cores. With one intra-op thread (``--threads 1``), the process's CPU time (``time.process_time``)
 counts only the work done for the candidate, so ratios stay stable under load (cache and memory-bandwidth
 contention still show). With several threads CPU time also counts threads spinning at barriers: use wall time then.
+:func:`add_timing_arguments` and :func:`apply_timing_arguments` give the scripts their shared ``--threads``,
+``--device``, ``--dtype`` and ``--clock`` options.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from typing import Callable
 
+import torch
+
 from common import interleaved_medians
 
 CLOCKS = ("auto", "wall", "cpu")
+
+
+def add_timing_arguments(parser: argparse.ArgumentParser, dtype: bool = True) -> None:
+    """The options the timing scripts share: ``--threads``, ``--device``, ``--dtype`` (unless ``dtype=False``) and
+    ``--clock``; :func:`apply_timing_arguments` puts them into effect."""
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    if dtype:
+        parser.add_argument("--dtype", default="fp32")
+    parser.add_argument("--clock", default="auto", choices=CLOCKS,
+                        help="cpu: process CPU time (robust on a shared machine); auto: cpu on 1 CPU thread, else wall")
+
+
+def apply_timing_arguments(args: argparse.Namespace) -> None:
+    """Run on ``args.threads`` intra-op threads and replace ``args.clock`` by the clock :func:`resolve_clock` picks."""
+    torch.set_num_threads(args.threads)
+    args.clock = resolve_clock(args.clock, args.device, args.threads)
 
 
 def resolve_clock(clock: str, device: str, threads: int) -> str:

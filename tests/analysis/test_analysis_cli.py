@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
@@ -25,13 +24,8 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("analyze")
-    config = root / "config.json"
-    config.write_text(json.dumps(CONFIG))
-    assert main(["train", "--config", str(config), "--out", str(root / "run")]) == 0
-    return root / "run"
+def run_dir(train_with_cli):
+    return train_with_cli(CONFIG, "analyze")
 
 
 def test_analyze_a_run_directory_writes_the_three_outputs(run_dir, tmp_path, capsys):

@@ -36,32 +36,37 @@ def reference_update(block, i: int, stream: torch.Tensor, branch_input: torch.Te
     return s, (new if post is None else post(new))
 
 
+def _block_row(stream, s1, mid, s2, after):
+    """(ratio_attn, ratio_mlp, stream RMS after the block) of one block: ``stream`` → ``mid`` → ``after``, with the
+    branch updates ``s1`` and ``s2``."""
+    return _norm(s1) / _norm(stream), _norm(s2) / _norm(mid), math.sqrt(after.double().pow(2).mean().item())
+
+
+def reference_self_attention(blocks, h):
+    """The rows of self-attention ``blocks`` run from stream ``h``, by hand, and the stream after the last."""
+    out = []
+    for block in blocks:
+        s1, h1 = reference_update(block, 1, h, h)
+        s2, h2 = reference_update(block, 2, h1, h1)
+        out.append(_block_row(h, s1, h1, s2, h2))
+        h = h2
+    return out, h
+
+
 def reference_vit(model, x):
     """[(ratio_attn, ratio_mlp, stream RMS after the block)] of our ViT, by hand."""
     h = model.patch_embed(x)
     h = torch.cat((model.cls_token.expand(h.shape[0], -1, -1), h + model.pos_embed), dim=1)
-    out = []
-    for block in model.blocks:
-        s1, h1 = reference_update(block, 1, h, h)
-        s2, h2 = reference_update(block, 2, h1, h1)
-        out.append((_norm(s1) / _norm(h), _norm(s2) / _norm(h1), math.sqrt(h2.double().pow(2).mean().item())))
-        h = h2
-    return out
+    return reference_self_attention(model.blocks, h)[0]
 
 
 def reference_cait(model, x):
-    h = model.patch_embed(x) + model.pos_embed
-    out = []
-    for block in model.blocks:
-        s1, h1 = reference_update(block, 1, h, h)
-        s2, h2 = reference_update(block, 2, h1, h1)
-        out.append((_norm(s1) / _norm(h), _norm(s2) / _norm(h1), math.sqrt(h2.double().pow(2).mean().item())))
-        h = h2
+    out, h = reference_self_attention(model.blocks, model.patch_embed(x) + model.pos_embed)
     cls = model.cls_token.expand(x.shape[0], -1, -1)
     for block in model.blocks_token_only:  # only the class token is updated: it is the stream
         s1, c1 = reference_update(block, 1, cls, torch.cat((cls, h), dim=1))
         s2, c2 = reference_update(block, 2, c1, c1)
-        out.append((_norm(s1) / _norm(cls), _norm(s2) / _norm(c1), math.sqrt(c2.double().pow(2).mean().item())))
+        out.append(_block_row(cls, s1, c1, s2, c2))
         cls = c2
     return out
 

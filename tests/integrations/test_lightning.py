@@ -14,9 +14,8 @@ import torch.nn.functional as F
 lightning = pytest.importorskip("lightning")
 
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+from lightning_helpers import random_image_loader, tiny_vit  # noqa: E402
 
-from layerscale import VisionTransformer  # noqa: E402
 from layerscale.cli import main  # noqa: E402
 from layerscale.diagnostics import read_run  # noqa: E402
 from layerscale.integrations.lightning import LayerScaleMonitor  # noqa: E402
@@ -25,8 +24,7 @@ from layerscale.integrations.lightning import LayerScaleMonitor  # noqa: E402
 class TinyClassifier(lightning.LightningModule):
     def __init__(self):
         super().__init__()
-        self.model = VisionTransformer(img_size=16, patch_size=8, embed_dim=16, depth=2, num_heads=2, num_classes=3,
-                                       init_value=0.1)
+        self.model = tiny_vit()
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -42,12 +40,6 @@ class TinyClassifier(lightning.LightningModule):
         return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
 
-def _loader():
-    gen = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(24, 3, 16, 16, generator=gen), torch.randint(0, 3, (24,), generator=gen))
-    return DataLoader(data, batch_size=4)
-
-
 def _fit(tmp_path, callback, callbacks_extra=(), ckpt_path=None, **trainer_args):
     torch.manual_seed(0)
     trainer_args = {"max_steps": 6, **trainer_args}
@@ -58,7 +50,7 @@ def _fit(tmp_path, callback, callbacks_extra=(), ckpt_path=None, **trainer_args)
                                 **trainer_args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Lightning's advice about worker counts on a 2-core machine
-        trainer.fit(TinyClassifier(), _loader(), _loader(), ckpt_path=ckpt_path)
+        trainer.fit(TinyClassifier(), random_image_loader(24), random_image_loader(24), ckpt_path=ckpt_path)
     return trainer
 
 

@@ -13,9 +13,8 @@ import torch.nn.functional as F
 
 lightning = pytest.importorskip("lightning")
 
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+from lightning_helpers import random_image_loader, tiny_vit  # noqa: E402
 
-from layerscale import VisionTransformer  # noqa: E402
 from layerscale.cli import main  # noqa: E402
 from layerscale.integrations.lightning import LayerScaleMonitor  # noqa: E402
 
@@ -25,8 +24,7 @@ class RecordingClassifier(lightning.LightningModule):
 
     def __init__(self):
         super().__init__()
-        self.model = VisionTransformer(img_size=16, patch_size=8, embed_dim=16, depth=2, num_heads=2, num_classes=3,
-                                       init_value=0.1)
+        self.model = tiny_vit()
         self.losses: list[tuple[int, float]] = []
 
     def training_step(self, batch, batch_idx):
@@ -39,12 +37,6 @@ class RecordingClassifier(lightning.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def _loader():
-    gen = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(40, 3, 16, 16, generator=gen), torch.randint(0, 3, (40,), generator=gen))
-    return DataLoader(data, batch_size=4)
-
-
 def _fit(module, callback, **trainer_args):
     torch.manual_seed(0)
     trainer = lightning.Trainer(accelerator="cpu", devices=1, enable_checkpointing=False, enable_progress_bar=False,
@@ -52,7 +44,7 @@ def _fit(module, callback, **trainer_args):
                                 callbacks=[callback], **trainer_args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Lightning's advice about worker counts on a 2-core machine
-        trainer.fit(module, _loader())
+        trainer.fit(module, random_image_loader(40))
     return trainer
 
 

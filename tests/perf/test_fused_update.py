@@ -99,32 +99,21 @@ def test_bfloat16_branch_keeps_dtypes_and_accumulates_gamma_in_float32():
     torch.testing.assert_close(d_gamma.double(), exact, rtol=1e-5, atol=1e-4)
 
 
-def _saved_bytes(fn):
-    seen = {}
-
-    def pack(t):
-        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return sum(seen.values())
-
-
 @pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "keep_mask"])
-def test_saves_no_more_than_the_unfused_expression(with_mask):
+def test_saves_no_more_than_the_unfused_expression(with_mask, saved_storages):
     residual, branch, gamma = _inputs((4, 10, 32), (32,), dtype=torch.float32)
     mask = _mask(4, 3, dtype=torch.float32) if with_mask else None
-    fused_bytes = _saved_bytes(lambda: scaled_residual_add(residual, branch, gamma, mask))
-    unfused_bytes = _saved_bytes(lambda: residual + (gamma * branch if mask is None else (gamma * branch) * mask))
+    fused_bytes = sum(saved_storages(lambda: scaled_residual_add(residual, branch, gamma, mask)).values())
+    unfused_bytes = sum(saved_storages(
+        lambda: residual + (gamma * branch if mask is None else (gamma * branch) * mask)).values())
     assert fused_bytes <= unfused_bytes
     assert fused_bytes >= branch.numel() * 4  # the branch itself is needed for dγ
 
 
-def test_frozen_gamma_does_not_keep_the_branch():
+def test_frozen_gamma_does_not_keep_the_branch(saved_storages):
     residual, branch, gamma = _inputs((4, 10, 32), (32,), dtype=torch.float32)
     gamma.requires_grad_(False)
-    assert _saved_bytes(lambda: scaled_residual_add(residual, branch, gamma)) < branch.numel() * 4
+    assert sum(saved_storages(lambda: scaled_residual_add(residual, branch, gamma)).values()) < branch.numel() * 4
     out = scaled_residual_add(residual, branch, gamma)
     d_branch, = torch.autograd.grad(out.sum(), (branch,))
     torch.testing.assert_close(d_branch, gamma.expand_as(branch))

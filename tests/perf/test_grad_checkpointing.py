@@ -30,18 +30,6 @@ def _loss(model, family, inputs, targets):
     return F.cross_entropy(logits, targets)
 
 
-def _saved_bytes(fn):
-    seen = {}
-
-    def pack(t):
-        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return seen
-
-
 @pytest.mark.parametrize("family", sorted(TINY))
 def test_checkpointing_gives_identical_loss_and_gradients_with_dropout_and_drop_path(family):
     torch.manual_seed(0)
@@ -63,7 +51,7 @@ def test_checkpointing_gives_identical_loss_and_gradients_with_dropout_and_drop_
 
 
 @pytest.mark.parametrize("family", sorted(TINY))
-def test_checkpointing_saves_less_and_only_in_training(family):
+def test_checkpointing_saves_less_and_only_in_training(family, saved_storages):
     params = None
     torch.manual_seed(0)
     model = create_model(family, grad_checkpointing=True, **TINY[family])
@@ -72,7 +60,7 @@ def test_checkpointing_saves_less_and_only_in_training(family):
     inputs, targets = _batch(family)
 
     def activation_bytes():
-        saved = _saved_bytes(lambda: _loss(model, family, inputs, targets))
+        saved = saved_storages(lambda: _loss(model, family, inputs, targets))
         return sum(n for ptr, n in saved.items() if ptr not in params)
 
     with_checkpointing = activation_bytes()

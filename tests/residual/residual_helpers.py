@@ -27,3 +27,27 @@ def tiny_input(family: str, batch: int = 2) -> torch.Tensor:
 def all_blocks(model):
     """Self-attention blocks then (CaiT) class-attention blocks, in stack order."""
     return list(model.blocks) + list(getattr(model, "blocks_token_only", []))
+
+
+def tiny_model_on_meta(family: str, residual, depth: int):
+    """:func:`tiny_model` built on the meta device, then given uninitialised CPU storage (``to_empty``)."""
+    with torch.device("meta"):
+        model = tiny_model(family, residual, depth=depth)
+    return model.to_empty(device="cpu")
+
+
+def assert_meta_construction_initialises_alike(family: str, residual, depth: int):
+    """``reset_parameters()`` under seed 1 gives a meta-built :func:`tiny_model` exactly the weights it gives a normally
+    built one (same keys, equal tensors); returns the meta-built model."""
+    torch.manual_seed(0)
+    normal = tiny_model(family, residual, depth=depth)
+    torch.manual_seed(1)
+    normal.reset_parameters()
+    meta = tiny_model_on_meta(family, residual, depth)
+    torch.manual_seed(1)
+    meta.reset_parameters()
+    expected, got = normal.state_dict(), meta.state_dict()
+    assert expected.keys() == got.keys()
+    for key in expected:
+        assert torch.equal(expected[key], got[key]), key
+    return meta

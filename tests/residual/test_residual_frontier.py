@@ -12,7 +12,7 @@ from layerscale.residual.admin import AdminOmega, profile_admin
 from layerscale.residual.hyper_connections import HyperConnections, StaticHyperConnections
 from layerscale.residual.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections
 
-from residual_helpers import FAMILIES, all_blocks, tiny_input, tiny_model
+from residual_helpers import FAMILIES, all_blocks, assert_meta_construction_initialises_alike, tiny_input, tiny_model
 
 FRONTIER = ("hc", "hc_static", "mhc", "normformer", "admin")
 
@@ -236,19 +236,7 @@ def test_admin_on_the_meta_device_waits_for_the_explicit_step():
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("name", FRONTIER)
 def test_meta_device_construction_gives_the_same_initialisation(name, family):
-    torch.manual_seed(0)
-    normal = tiny_model(family, name, depth=2)
-    torch.manual_seed(1)
-    normal.reset_parameters()
-    with torch.device("meta"):
-        meta = tiny_model(family, name, depth=2)
-    meta = meta.to_empty(device="cpu")
-    torch.manual_seed(1)
-    meta.reset_parameters()
-    expected, got = normal.state_dict(), meta.state_dict()
-    assert expected.keys() == got.keys()
-    for key in expected:
-        assert torch.equal(expected[key], got[key]), key
+    assert_meta_construction_initialises_alike(family, name, depth=2)
 
 
 @pytest.mark.parametrize("name", FRONTIER)

@@ -9,15 +9,10 @@ from layerscale.residual.deepnorm import deepnorm_beta
 from layerscale.residual.tfixup import tfixup_scale
 from layerscale.residual.xavier_linear import XavierLinear
 
-from residual_helpers import FAMILIES, all_blocks, tiny_model
+from residual_helpers import (FAMILIES, all_blocks, assert_meta_construction_initialises_alike, tiny_model,
+                              tiny_model_on_meta)
 
 VALUE_FACTOR = {"tfixup": tfixup_scale, "deepnorm": deepnorm_beta}
-
-
-def _on_meta(family, name, depth):
-    with torch.device("meta"):
-        model = tiny_model(family, name, depth=depth)
-    return model.to_empty(device="cpu")
 
 
 def _value_thirds(model):
@@ -27,17 +22,7 @@ def _value_thirds(model):
 @pytest.mark.parametrize("name", sorted(VALUE_FACTOR))
 @pytest.mark.parametrize("family", FAMILIES)
 def test_model_reset_parameters_after_to_empty_equals_normal_construction(name, family):
-    torch.manual_seed(0)
-    normal = tiny_model(family, name, depth=3)
-    torch.manual_seed(1)
-    normal.reset_parameters()
-    meta = _on_meta(family, name, depth=3)
-    torch.manual_seed(1)
-    meta.reset_parameters()
-    expected, got = normal.state_dict(), meta.state_dict()
-    assert expected.keys() == got.keys()
-    for key in expected:
-        assert torch.equal(expected[key], got[key]), key
+    meta = assert_meta_construction_initialises_alike(family, name, depth=3)
     # ... and it is the method's initialisation, not the models' default truncated normal.
     total = len(all_blocks(meta))  # CaiT counts its class-attention blocks too
     assert _value_thirds(meta).std().item() == pytest.approx(VALUE_FACTOR[name](total) * math.sqrt(2 / 64), rel=0.1)
@@ -46,7 +31,7 @@ def test_model_reset_parameters_after_to_empty_equals_normal_construction(name, 
 @pytest.mark.parametrize("name", sorted(VALUE_FACTOR))
 def test_resetting_every_module_in_pre_order_keeps_the_special_init(name):
     depth = 24
-    meta = _on_meta("vit", name, depth)
+    meta = tiny_model_on_meta("vit", name, depth)
     torch.manual_seed(0)
     for module in meta.modules():  # parents before children, as a meta-device loader does
         if callable(getattr(module, "reset_parameters", None)):

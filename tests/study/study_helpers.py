@@ -26,3 +26,20 @@ def write_fake_run(run_dir: Path, accuracies, losses, status="finished", diverge
     (run_dir / "study_status.json").write_text(json.dumps(
         {"status": status, "step": step if step is not None else 10 * len(accuracies), "diverged_step": diverged_step,
          "message": ""}))
+
+
+def live_processes(*names: str) -> list[int]:
+    """PIDs of the live (not zombie) processes whose command line contains every one of ``names`` (read from
+    ``/proc``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and all(name in cmdline for name in names):
+            pids.append(int(entry.name))
+    return pids

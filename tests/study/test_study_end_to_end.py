@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from study_helpers import TINY_BASE
+from study_helpers import TINY_BASE, live_processes
 
 pytestmark = pytest.mark.slow
 
@@ -104,18 +104,7 @@ def test_study_killed_then_resumed_does_not_redo_finished_runs(tmp_path):
 
 def _workers_of(study_dir: Path) -> list[int]:
     """PIDs of live processes whose command line names ``study_dir`` (the study's workers)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().split(")")[-1].split()[0]
-        except OSError:
-            continue
-        if str(study_dir) in cmdline and "worker" in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
+    return live_processes(str(study_dir), "worker")
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")

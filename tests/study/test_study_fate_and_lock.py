@@ -14,7 +14,7 @@ import pytest
 
 from layerscale.study.executors import ExecutorOptions
 from layerscale.study.grid import StudySpec
-from study_helpers import TINY_BASE
+from study_helpers import TINY_BASE, live_processes
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers in /proc")
 
@@ -44,18 +44,7 @@ def _env():
 
 def _workers(run_dir: Path) -> list[int]:
     """Pids of live (not zombie) worker processes training ``run_dir``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and "layerscale.study.worker" in cmdline and str(run_dir) in cmdline:
-            found.append(int(entry.name))
-    return found
+    return live_processes("layerscale.study.worker", str(run_dir))
 
 
 def _start_study(out: Path, engine: str) -> subprocess.Popen:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from layerscale.cli import main
 from layerscale.surgery import prune_cli
@@ -23,13 +22,8 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("prune_run")
-    config = root / "config.json"
-    config.write_text(json.dumps(CONFIG))
-    assert main(["train", "--config", str(config), "--out", str(root / "run")]) == 0
-    return root / "run"
+def run_dir(train_with_cli):
+    return train_with_cli(CONFIG, "prune_run")
 
 
 def test_blocks_are_scored_on_the_validation_split_not_the_evaluated_one(run_dir):

@@ -63,14 +63,6 @@ def test_existing_run_directory_is_not_reused(tmp_path):
     assert snapshot(tmp_path / "run") == before
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("base") / "run"
-    torch.set_num_threads(1)
-    run(tiny_config(optim={"max_steps": 2}), out=directory)
-    return directory
-
-
 class NotATensor:
     """Anything a ``weights_only`` load must refuse."""
 

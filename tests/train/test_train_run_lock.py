@@ -8,7 +8,6 @@ import sys
 
 
 import pytest
-import torch
 from train_helpers import single_thread_env, snapshot, tiny_config
 
 from layerscale.cli import main
@@ -17,14 +16,6 @@ from layerscale.train.run_lock import LOCK_FILE, RunDirectoryInUse, hold_run_dir
 
 HOLD = "import sys, time\nfrom layerscale.train.run_lock import hold_run_dir\nwith hold_run_dir(sys.argv[1]):\n" \
        "    print('held', flush=True)\n    time.sleep(600)\n"
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("lock") / "run"
-    torch.set_num_threads(1)
-    run(tiny_config(optim={"max_steps": 2}), out=directory)
-    return directory
 
 
 def test_a_run_held_by_a_live_process_is_refused_then_resumes_once_it_is_killed(tmp_path, capsys, finished_run):

@@ -12,20 +12,12 @@ import shutil
 
 import pytest
 import torch
-from train_helpers import snapshot, tiny_config
+from train_helpers import snapshot
 
 from layerscale.cli import main
 from layerscale.train import run
 
 STATE = "checkpoints/step_00000002/train_state.pt"
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("state-fields") / "run"
-    torch.set_num_threads(1)
-    run(tiny_config(optim={"max_steps": 2}), out=directory)
-    return directory
 
 
 def _set(state, dotted, value):

@@ -109,33 +109,31 @@ def _ours(name: str, block: nn.Module) -> BlockProbe | None:
     return BlockProbe(name, block, _stream_arg(block), tuple(branches))
 
 
-def _hf_layer_scale(name: str, block: nn.Module) -> BlockProbe | None:
-    needed = ("layer_scale1", "layer_scale2", "attention", "mlp", "norm2")
+def _scale_modules(name: str, block: nn.Module, scale_prefix: str, attn: str, factor: str) -> BlockProbe | None:
+    """A block whose branch ``i`` ends in the scale module ``{scale_prefix}{i}``, its factor the tensor attribute
+    ``factor`` (none: an identity in its place); ``s_i`` is that module's output, ``norm2`` reads the MLP's stream."""
+    needed = (f"{scale_prefix}1", f"{scale_prefix}2", attn, "mlp", "norm2")
     if not all(isinstance(getattr(block, a, None), nn.Module) for a in needed):
         return None
     branches = []
     for i, branch in enumerate(BRANCHES, start=1):
-        ls = getattr(block, f"layer_scale{i}")
-        gamma = getattr(ls, "lambda1", None)
-        stream_module = None if i == 1 else block.norm2
-        branches.append(BranchProbe(branch, ls, None, stream_module, gamma,
-                                    None if gamma is None else _scale_kind(gamma)))
-    return BlockProbe(name, block, _stream_arg(block), tuple(branches))
-
-
-def _timm_ls_modules(name: str, block: nn.Module) -> BlockProbe | None:
-    needed = ("ls1", "ls2", "attn", "mlp", "norm2")
-    if not all(isinstance(getattr(block, a, None), nn.Module) for a in needed):
-        return None
-    branches = []
-    for i, branch in enumerate(BRANCHES, start=1):
-        ls = getattr(block, f"ls{i}")
-        gamma = getattr(ls, "gamma", None)
+        ls = getattr(block, f"{scale_prefix}{i}")
+        gamma = getattr(ls, factor, None)
         gamma = gamma if isinstance(gamma, torch.Tensor) else None
         stream_module = None if i == 1 else block.norm2
         branches.append(BranchProbe(branch, ls, None, stream_module, gamma,
                                     None if gamma is None else _scale_kind(gamma)))
     return BlockProbe(name, block, _stream_arg(block), tuple(branches))
+
+
+def _hf_layer_scale(name: str, block: nn.Module) -> BlockProbe | None:
+    """Hugging Face DINOv2 layers: ``layer_scale1`` / ``layer_scale2`` with the factor ``lambda1``."""
+    return _scale_modules(name, block, "layer_scale", "attention", "lambda1")
+
+
+def _timm_ls_modules(name: str, block: nn.Module) -> BlockProbe | None:
+    """timm ViT-style blocks: ``ls1`` / ``ls2`` with the factor ``gamma``."""
+    return _scale_modules(name, block, "ls", "attn", "gamma")
 
 
 def _gamma_params(name: str, block: nn.Module) -> BlockProbe | None:
