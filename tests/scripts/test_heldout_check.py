@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from config_helpers import flat_keys
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -106,18 +107,8 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def _flat(tree: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def _differences(before: dict, after: dict) -> dict:
-    b, a = _flat(before), _flat(after)
+    b, a = flat_keys(before), flat_keys(after)
     assert set(a) == set(b)
     return {k: (b[k], a[k]) for k in a if b[k] != a[k]}
 
