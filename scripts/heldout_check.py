@@ -562,6 +562,24 @@ def _value(value, digits: int) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def reading(heldout: str, study: str) -> str:
+    """How the held-out verdict reads against the study's (the DESIGN.md addenda of 2026-12-01 17:10 UTC): the
+    same verdict — held; within noise where the study found a difference — not replicated at this power, which is
+    not a contradiction; a significant difference of the opposite sign — contradicted."""
+    directional = ("better", "worse")
+    if heldout == "no spread":
+        return "no spread on the held-out data, so no verdict to compare"
+    if heldout == study:
+        return "the study's verdict held on the held-out data"
+    if heldout == "within noise" and study in directional:
+        return "not replicated at this power (3 seeds); not a contradiction"
+    if heldout in directional and study in directional:
+        return "contradicted: a significant difference of the opposite sign"
+    if heldout in directional:
+        return f"a difference on the held-out data ({heldout}) where the study's verdict is {study or 'missing'}"
+    return f"held-out {heldout}, study {study or 'missing'}"
+
+
 def report_text(check: dict, runs: list[dict]) -> str:
     from layerscale.study.formatting import TRUNCATION_NOTE, format_interval, format_p
 
@@ -599,8 +617,8 @@ def report_text(check: dict, runs: list[dict]) -> str:
     if verdict in ("", "n < 3"):
         lines += [f"The held-out check is not complete: {len(paired)} of {len(check['seeds'])} seeds paired.", ""]
     else:
-        same = "the same verdict as" if verdict == s["verdict"] else "a different verdict from"
-        lines += [f"Held-out verdict: {verdict}; {same} the study's ({s['verdict'] or '—'}).", ""]
+        lines += [f"Held-out verdict: {verdict}; the study's: {s['verdict'] or '—'}. Read as the design's addendum "
+                  f"of 2026-12-01 17:10 UTC says: {reading(verdict, s['verdict'])}.", ""]
     lines += ["## Per method (held-out)", "",
               f"The test metric on {check['heldout_data']}: mean over seeds with its 95 % t-interval "
               f"({'truncated to [0, 100]' if metric.classification else 'bits per byte'}), each seed's value, and "

@@ -325,3 +325,13 @@ def test_a_missing_corpus_is_refused_in_one_line(tmp_path, capsys):
     assert heldout_check.main(["--design", str(design)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no text file matches" in err
+
+
+@pytest.mark.parametrize("heldout, study, expected", [
+    ("better", "better", "held"), ("within noise", "better", "not replicated"), ("within noise", "worse",
+                                                                                 "not replicated"),
+    ("worse", "better", "contradicted"), ("better", "within noise", "a difference on the held-out data"),
+    ("within noise", "within noise", "held"), ("no spread", "better", "no verdict"),
+])
+def test_the_held_out_verdict_reads_as_the_addendum_says(heldout, study, expected):
+    assert expected in heldout_check.reading(heldout, study)
