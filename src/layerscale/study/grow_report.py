@@ -47,6 +47,13 @@ def _table_start(level: str, title: str, intro: str, columns: list[str]) -> list
     return [f"{level} {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
 
 
+def _or_none_yet(lines: list[str], why: str) -> list[str]:
+    """A section's lines, its table head replaced by ``why`` when the table has no row yet."""
+    if lines[-1].startswith("|---"):
+        return lines[:-2] + [f"None yet: {why}.", ""]
+    return lines + [""]
+
+
 def _sources_section(analysis: GrowAnalysis, level: str) -> list[str]:
     lines = _table_start(
         level, "The sources",
@@ -118,7 +125,7 @@ def _results_section(analysis: GrowAnalysis, level: str) -> list[str]:
                          f"{_join([cell.values[x] for x in sorted(cell.values)], metric.digits + 1)} | "
                          f"{', '.join(_f(r['train_s'], 0) for r in cell.runs)} | "
                          f"{', '.join('—' if r['steps'] is None else str(r['steps']) for r in cell.runs)} |")
-    return lines + [""]
+    return _or_none_yet(lines, "no arm has all its runs ended yet, so no rate is chosen and no test metric shown")
 
 
 def _family(row: dict) -> str:
@@ -141,7 +148,7 @@ def _comparison_section(analysis: GrowAnalysis, level: str) -> list[str]:
         lines.append(f"| {_family(row)} | {row['source']} | ({row['first']}) − ({row['second']}) | {row['how']} | "
                      f"{format_interval(diff, digits, True)} | {seeds} | {format_p(row['p_raw'])} | "
                      f"{format_p(row.get('p_adj'))} | {row['verdict']} |")
-    return lines + [""]
+    return _or_none_yet(lines, "no comparison has both its arms' rates chosen yet")
 
 
 def _depth_section(analysis: GrowAnalysis, level: str) -> list[str]:
@@ -168,7 +175,7 @@ def _depth_section(analysis: GrowAnalysis, level: str) -> list[str]:
             name = "source" if arm == "source" else f"{ARM_NAMES[arm]} at {float(rows[0]['lr']):g}"
             lines.append(f"| {s['source']} | {name} | {depth} | {format_interval(cell, 1) if cell else '—'} | "
                          f"{per} |")
-    return lines + [""]
+    return _or_none_yet(lines, "the effective depths are measured after the training runs have ended (the runner's last step)")
 
 
 def grow_sections(out: str | Path, level: str = "##") -> list[str]:
