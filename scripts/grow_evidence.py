@@ -19,8 +19,9 @@ Per source (``runs/<source>/``, git-ignored, resumable):
 - ``depth/<name>.json``: ``D_δ`` with its bootstrap interval (``layerscale.analysis.analyze_run``, its defaults,
   at most 2,000 test examples) of the source and of every final model at its arm's chosen rate.
 
-A finished run (``summary.json``) or a diverged one is kept; an unfinished one (a process ended mid-run) is removed
-and trained from its start. Every record is written to a temporary file and renamed into place. Shards share the
+A finished run (``summary.json``) or a diverged one is kept; an unfinished one (a process ended mid-run) resumes
+from its latest checkpoint when its recorded config is the design's, and is removed and trained from its start
+otherwise. Every record is written to a temporary file and renamed into place. Shards share the
 sources: the first shard that needs one trains and grows it under a file lock, the others wait for it. Running a
 shard again after every training run has ended completes the effective-depth analyses (they need every cell's
 rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
@@ -256,8 +257,24 @@ def _load_config(run_dir: Path) -> dict:
 
 # --- training runs ---------------------------------------------------------------------------------------------------
 
+def _resumable(run_dir: Path, raw: dict) -> bool:
+    """Whether ``run_dir`` is an unfinished run of exactly ``raw`` with a checkpoint to resume from (the trainer's
+    resume is bitwise: its checkpoint holds the model, optimizer, schedule, data position and RNG states)."""
+    from layerscale.train.checkpoint import latest_checkpoint
+    from layerscale.train.config import TrainConfig
+
+    if not run_dir.is_dir() or latest_checkpoint(run_dir) is None or not (run_dir / "config.yaml").is_file():
+        return False
+    recorded = TrainConfig.from_dict(_load_config(run_dir)).to_dict()
+    wanted = TrainConfig.from_dict(raw).to_dict()
+    for tree in (recorded, wanted):
+        tree["run"].pop("out_dir", None)
+    return recorded == wanted
+
+
 def train_unit(design: Design, unit: dict) -> None:
-    """One run of an arm; a finished or diverged run is kept, an unfinished one is trained again from its start."""
+    """One run of an arm; a finished or diverged run is kept, an unfinished one resumes from its latest checkpoint
+    when it has one for the same config, and is trained again from its start otherwise."""
     import torch
 
     from layerscale.study.retrain import committed_config, is_finished
@@ -273,18 +290,23 @@ def train_unit(design: Design, unit: dict) -> None:
     raw = arm_config(committed_config(design.study(source), source["run_id"]), unit["arm"], unit["lr"],
                      unit["seed"], source_steps=int(record["steps"]), source_dir=folder / "source",
                      grown_dir=folder / "grown", out=run_dir)
-    if run_dir.exists():
+    resume = _resumable(run_dir, raw)
+    if run_dir.exists() and not resume:
         shutil.rmtree(run_dir)
     torch.set_num_threads(1)
     started = time.time()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            train_run(raw, out=run_dir)
+            if resume:
+                train_run(resume=run_dir)
+            else:
+                train_run(raw, out=run_dir)
     except NonFiniteError as exc:
         _write_json(run_dir / "diverged.json", {"message": str(exc), "step": _diverged_step(str(exc))})
         print(f"{source['key']}/{run_dir.name}: diverged", flush=True)
         return
-    print(f"{source['key']}/{run_dir.name}: trained ({time.time() - started:.0f} s)", flush=True)
+    print(f"{source['key']}/{run_dir.name}: {'resumed and ' if resume else ''}trained ({time.time() - started:.0f} s)",
+          flush=True)
 
 
 def _diverged_step(message: str) -> int | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -159,13 +160,56 @@ def test_a_second_pass_retrains_nothing_and_report_only_is_byte_identical(pipeli
     assert {name: (out / name).read_bytes() for name in before} == before
 
 
-def test_an_unfinished_run_is_trained_again_from_its_start(pipeline):
+def test_an_unfinished_run_without_a_checkpoint_is_trained_again_from_its_start(pipeline):
     _, design, out = pipeline
     run = out / "runs" / "tiny" / "a-lr0.003-s2"
     (run / "summary.json").unlink()
+    shutil.rmtree(run / "checkpoints")  # ended before its first checkpoint: nothing to resume from
     (run / "leftover").write_text("a process ended mid-run")
     assert grow_evidence.main(["--design", str(design), "--shard", "0/1"]) == 0
     assert (run / "summary.json").is_file() and not (run / "leftover").exists()
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_one(pipeline, tmp_path,
+                                                                                           capsys):
+    from layerscale.study.retrain import committed_config, run_outcome
+    import torch
+    from safetensors.torch import load_file
+
+    from layerscale.train.config_file import dump_config, load_config_file
+    from layerscale.train.runner import run as train_run
+
+    _, design_path, out = pipeline
+    design = grow_evidence.Design.from_file(design_path)
+    run = out / "runs" / "tiny" / "b-lr0.003-s1"
+    uninterrupted = tmp_path / "uninterrupted"
+    shutil.copytree(run, uninterrupted)
+    shutil.rmtree(run)
+    source = design.sources[0]
+    raw = grow_evidence.arm_config(committed_config(design.study(source), source["run_id"]), "b", 3e-3, 1,
+                                   source_steps=12, source_dir=out / "runs" / "tiny" / "source",
+                                   grown_dir=out / "runs" / "tiny" / "grown", out=run)
+    paused = {**raw, "run": {**raw["run"], "stop_at_step": 5}}
+    train_run(paused, out=run)  # a process that ended after its checkpoint at step 5
+    (run / "summary.json").unlink()  # a killed process writes none
+    recorded = load_config_file(run / "config.yaml")
+    recorded["run"]["stop_at_step"] = 0  # the design's config, as a run killed mid-way recorded it
+    (run / "config.yaml").write_text(dump_config(recorded))
+    assert not (run / "summary.json").is_file() and grow_evidence._resumable(run, raw)
+    capsys.readouterr()
+    assert grow_evidence.main(["--design", str(design_path), "--shard", "0/1"]) == 0
+    assert "tiny/b-lr0.003-s1: resumed and trained" in capsys.readouterr().out  # not trained again from step 0
+    ends = [run_outcome(folder, True) for folder in (run, uninterrupted)]
+    assert ends[0]["status"] == "finished" and ends[0]["steps"] == 12
+    assert (ends[0]["val"], ends[0]["test"]) == (ends[1]["val"], ends[1]["test"])  # bitwise: same recipe, same path
+    weights = [load_file(folder / "checkpoints" / "step_00000012" / "model.safetensors")
+               for folder in (run, uninterrupted)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])  # the final weights, bitwise
+    outcomes = [json.loads((folder / "test_outcomes.json").read_text()) for folder in (run, uninterrupted)]
+    assert outcomes[0] == outcomes[1]
+    other = {**raw, "optim": {**raw["optim"], "lr": 1e-3}}
+    assert not grow_evidence._resumable(run, other)  # a folder of another config is never resumed
 
 
 def test_estimate_measures_the_runs_ended_and_what_remains(pipeline, capsys):
