@@ -95,16 +95,18 @@ def training_seconds(run_dir: str | os.PathLike) -> float | None:
     from ..train.metrics_log import read_metrics
 
     path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
-        return None
-    times = [float(r["time"]) for r in read_metrics(path) if r.get("split") == "train" and "time" in r]
+    return _last_training_time(read_metrics(path)) if path.is_file() else None
+
+
+def _last_training_time(records: list[dict]) -> float | None:
+    times = [float(r["time"]) for r in records if r.get("split") == "train" and "time" in r]
     return max(times) if times else None
 
 
 def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     """One evidence run's outcome: ``status`` (``finished``: ``summary.json`` written; ``diverged``: the evidence
     runner's ``diverged.json``; else ``pending``), the last validation and test metric as the study computes them
-    (only for a finished run), ``steps`` and ``train_s`` (:func:`training_seconds`)."""
+    (only for a finished run), ``steps`` and ``train_s`` (as :func:`training_seconds`, from the records read once)."""
     import json
 
     from ..train.metrics_log import read_metrics
@@ -128,4 +130,4 @@ def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     finished = status == "finished"
     val = metric.from_record(last["eval"][-1]) if last["eval"] and finished else None
     test = metric.from_record(last["test"][-1]) if last["test"] and finished else None
-    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": training_seconds(run_dir)}
+    return {"status": status, "val": val, "test": test, "steps": steps, "train_s": _last_training_time(records)}
