@@ -19,7 +19,9 @@ the next step opens, which helps find the block that diverged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
+
+from torch import nn
 
 from ..train.callbacks import Callback
 from .alerts import AlertThresholds
@@ -33,25 +35,28 @@ class DiagnosticsCallback(Callback):
     """Records per-block diagnostics every ``every`` optimizer steps of a :class:`~layerscale.train.Trainer` run.
 
     ``thresholds`` configures the warnings; ``track_updates`` the update-to-weight ratio (one weight copy on
-    monitored steps). Build it from a config section with :meth:`from_settings`.
+    monitored steps); ``new_blocks`` the blocks a grown model's surgery inserted, marked ``"new"`` in the records.
+    Build it from a config section with :meth:`from_settings`.
     """
 
-    def __init__(self, every: int = 50, thresholds: AlertThresholds | None = None, track_updates: bool = True):
+    def __init__(self, every: int = 50, thresholds: AlertThresholds | None = None, track_updates: bool = True,
+                 new_blocks: Sequence[nn.Module] = ()):
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"diagnostics every must be a positive int (record every k steps), got {every!r}")
         self.every = every
         self.thresholds = thresholds or AlertThresholds()
         self.track_updates = track_updates
+        self.new_blocks = list(new_blocks)
         self.monitor: LayerScaleMonitor | None = None
         self._trainer = None
         self._handles: list[Any] = []
         self._restored_alerts: dict | None = None
 
     @classmethod
-    def from_settings(cls, section: Any) -> DiagnosticsCallback | None:
+    def from_settings(cls, section: Any, new_blocks: Sequence[nn.Module] = ()) -> DiagnosticsCallback | None:
         """From an object or mapping with ``enabled``, ``every`` and optionally ``ratio_max``, ``ratio_growth``,
-        ``ratio_growth_min``, ``scale_collapse``, ``track_updates`` (the ``diagnostics:`` config section);
-        ``None`` when ``enabled`` is false."""
+        ``ratio_growth_min``, ``scale_collapse``, ``track_updates`` (the ``diagnostics:`` config section), and the
+        model's ``new_blocks``; ``None`` when ``enabled`` is false."""
         get = section.get if isinstance(section, dict) else (lambda key, default=None: getattr(section, key, default))
         if not get("enabled", True):
             return None
@@ -59,7 +64,8 @@ class DiagnosticsCallback(Callback):
         thresholds = AlertThresholds(**{name: get(name, getattr(defaults, name))
                                         for name in ("ratio_max", "ratio_growth", "ratio_growth_min",
                                                      "scale_collapse")})
-        return cls(every=get("every", 50), thresholds=thresholds, track_updates=get("track_updates", True))
+        return cls(every=get("every", 50), thresholds=thresholds, track_updates=get("track_updates", True),
+                   new_blocks=new_blocks)
 
     # ---- trainer hooks --------------------------------------------------------------------------------------
 
@@ -69,7 +75,7 @@ class DiagnosticsCallback(Callback):
         is_main = trainer.ctx.is_main
         self.monitor = LayerScaleMonitor(trainer.model, every=self.every, log_fn=self._log,
                                          thresholds=self.thresholds, track_updates=self.track_updates,
-                                         warn=is_main)
+                                         warn=is_main, new_blocks=self.new_blocks)
         if self._restored_alerts is not None:
             self.monitor.load_alert_state(self._restored_alerts)
             self._restored_alerts = None

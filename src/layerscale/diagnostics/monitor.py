@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import torch
 from torch import nn
@@ -96,7 +96,9 @@ class LayerScaleMonitor:
     event; without it they are appended to :attr:`records`. ``thresholds`` configures the warnings
     (:class:`~layerscale.diagnostics.alerts.AlertThresholds`); ``warn=False`` turns them off (e.g. on all but
     one rank). ``track_updates=False`` skips the weight snapshot (it costs one copy of the blocks' weights on
-    monitored steps) and with it ``update_ratio``. Raises ``ValueError`` for a model without recognisable blocks
+    monitored steps) and with it ``update_ratio``. ``new_blocks``: the blocks a grown model's surgery inserted
+    (:func:`layerscale.surgery.new_blocks.new_block_modules`); their entries carry ``"new": true``, which the report
+    marks. Raises ``ValueError`` for a model without recognisable blocks
     or a bad ``every``.
 
     ``scale_collapse`` compares each scale with its value when the monitor is built (the initial or loaded γ), so
@@ -106,7 +108,7 @@ class LayerScaleMonitor:
 
     def __init__(self, model: nn.Module, every: int = 50, log_fn: Callable[[dict], None] | None = None,
                  thresholds: AlertThresholds | None = None, track_updates: bool = True, warn: bool = True,
-                 training_only: bool = True) -> None:
+                 training_only: bool = True, new_blocks: Collection[nn.Module] = ()) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive int (record every k steps), got {every!r}")
         if log_fn is not None and not callable(log_fn):
@@ -118,6 +120,11 @@ class LayerScaleMonitor:
         self.warn = warn
         self.training_only = training_only
         self.probes = find_blocks(model)
+        new = {id(block) for block in new_blocks}
+        self._new = [id(probe.module) in new for probe in self.probes]
+        if len(new) > sum(self._new):
+            raise ValueError(f"{len(new) - sum(self._new)} of the {len(new)} new blocks given are not among the "
+                             f"model's {len(self.probes)} monitored blocks")
         self.records: list[dict] = []
         self._params = [[p for p in probe.module.parameters() if p.requires_grad] for probe in self.probes]
         self._locators = [_stream_locator(probe) for probe in self.probes]
@@ -327,6 +334,8 @@ class LayerScaleMonitor:
             entry: dict[str, Any] = {"name": probe.name, "index": b + 1,
                                      "stream_rms": _rms(get(out), sums.out_n[b]),
                                      "grad_norm": _scalar(get(grad)), "update_ratio": _scalar(get(update))}
+            if self._new[b]:
+                entry["new"] = True
             for k, branch in enumerate(probe.branches):
                 scale_at, branch_at, stream_at = branches[k]
                 scale = get(scale_at)

@@ -20,7 +20,7 @@ from .run_data import RunData
 
 __all__ = [
     "require_matplotlib", "new_figure", "run_colors", "run_legend", "pick_moments", "readable_log_ticks",
-    "MOMENT_STYLES",
+    "MOMENT_STYLES", "BRANCH_TITLES", "NEW_BLOCK_COLOR", "NEW_BLOCK_MARK",
     "plot_metric", "plot_scale_heatmap", "plot_ratio_vs_depth", "plot_block_stat_vs_depth",
     "figure_curves", "figure_scale_heatmaps", "figure_ratio_vs_depth", "figure_signal_vs_depth",
 ]
@@ -29,6 +29,7 @@ _NO_DIAGNOSTICS = "no diagnostics records in these runs (trained with diagnostic
 _METRIC_LABELS = {"loss": "cross-entropy loss (nats)", "accuracy": "accuracy (fraction correct)",
                   "perplexity": "perplexity (exp of the loss)"}
 BRANCH_TITLES = {"attn": "attention branch", "mlp": "MLP branch"}
+NEW_BLOCK_COLOR, NEW_BLOCK_MARK = "#d62728", "▸"  # the blocks layerscale grow inserted
 MOMENT_STYLES = {"early": ":", "mid": "--", "late": "-"}
 _BLOCK_STATS = {
     "stream_rms": ("stream RMS after the block", "RMS of the stream"),
@@ -226,6 +227,10 @@ def plot_scale_heatmap(run: RunData, branch: str = "attn", ax=None, norm=None):
     ax.set_ylim(y_edges[-1], y_edges[0])  # block 1 at the top: depth reads downwards
     ax.xaxis.get_major_locator().set_params(integer=True)  # steps are whole numbers
     ax.set_yticks(_block_ticks(grid.shape[0]))
+    new = run.new_blocks
+    if new:  # a grown model: a marker at the left edge of each row that layerscale grow inserted
+        ax.plot([x_edges[0]] * len(new), new, ls="none", marker=">", ms=4, color=NEW_BLOCK_COLOR, clip_on=False)
+        ax.set_ylabel(f"block (1 = nearest the input; {NEW_BLOCK_MARK} = new)")
     return ax.figure, mesh
 
 

@@ -2,9 +2,10 @@
 
 Layout: a table of the runs (model, method, depth, steps, status, final and best evaluation), notes about partial
 runs, any ``lead_sections`` a caller puts first (a study's accuracy against depth), then one section per figure —
-training curves, the |γ| heatmaps, branch-to-stream ratio against depth, stream RMS / gradient norm / update ratio
-against depth — then the diagnostics warnings, then any ``extra_sections``. Every PNG is also written beside
-the HTML, in ``<stem>_figures/``. Every file is written to a temporary name in its folder and renamed into place.
+training curves, the |γ| heatmaps (and, for a grown model, its new blocks' γ), branch-to-stream ratio against
+depth, stream RMS / gradient norm / update ratio against depth — then the diagnostics warnings, then any
+``extra_sections``. Every PNG is also written beside the HTML, in ``<stem>_figures/``. Every file is written to a
+temporary name in its folder and renamed into place.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Sequence
 
 from ..atomic_io import write_bytes_atomic
 from . import plots
+from .grown_plots import figure_new_block_scales
 from .html_parts import REPORT_CSS, figure_png_bytes
 from .run_data import RunData, read_run
 from .run_dirs import distinct_run_names, expand_run_dirs
@@ -68,8 +70,10 @@ def standard_sections(runs: Sequence[RunData]) -> list[ReportSection]:
             "Mean |γ| of each block's scale (rows, block 1 = nearest the input) at each recorded step (columns), "
             "on one logarithmic colour scale for all panels. LayerScale starts every block at ε and lets "
             "training grow the blocks it needs: bright rows are blocks the network has switched on, dark rows "
-            "blocks that stay near the identity. Branches without a learnable scale are marked as such.",
+            "blocks that stay near the identity. Branches without a learnable scale are marked as such; in a "
+            f"grown model, {plots.NEW_BLOCK_MARK} marks the blocks layerscale grow inserted.",
             name="scale_heatmap"),
+        *_grown_sections(runs),
         ReportSection(
             "Branch-to-stream ratio against depth", plots.figure_ratio_vs_depth(runs),
             "‖γ ⊙ F(x)‖ / ‖x‖ for every block: how large each branch's update is relative to the residual "
@@ -84,6 +88,20 @@ def standard_sections(runs: Sequence[RunData]) -> list[ReportSection]:
             "or exploding are both visible here). Right: the relative size of each optimizer update ‖ΔW‖/‖W‖.",
             name="signal_vs_depth"),
     ]
+
+
+def _grown_sections(runs: Sequence[RunData]) -> list[ReportSection]:
+    """The new blocks' γ, for runs of a grown model (none otherwise)."""
+    figure = figure_new_block_scales(runs)
+    if figure is None:
+        return []
+    return [ReportSection(
+        "New blocks of a grown model", figure,
+        "Mean |γ| of the blocks layerscale grow inserted (red: their mean, shaded: lowest to highest block) and of "
+        "the source blocks (grey, dashed), at each recorded step. The new blocks start at γ = G (0 by default: the "
+        "grown model starts as exactly its source's function); how far they rise is how much training switches "
+        "them on. The new blocks are those of the folder the run started from (run.init_from).",
+        name="new_block_scales")]
 
 
 def _fmt(value: Any, digits: int = 4) -> str:

@@ -86,6 +86,13 @@ class RunData:
         return len(self.diagnostics[0]["blocks"]) if self.diagnostics else None
 
     @property
+    def new_blocks(self) -> list[int]:
+        """The blocks (1 = nearest the input) that the records mark new: inserted by ``layerscale grow`` into the
+        model this run trained (``run.init_from``); ``[]`` for a model that was not grown."""
+        first = self.diagnostics[0]["blocks"] if self.diagnostics else []
+        return [i for i, block in enumerate(first, start=1) if block.get("new") is True]
+
+    @property
     def label(self) -> str:
         depth = self.depth
         return f"{self.name} — {self.method}, depth {depth if depth is not None else '?'}"

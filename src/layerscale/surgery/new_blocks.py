@@ -17,7 +17,8 @@ from torch import nn
 
 from .block_list import block_family
 
-__all__ = ["NEW_BLOCKS_KEY", "new_block_indices", "read_new_blocks", "record_new_blocks", "freeze_all_but_new_blocks"]
+__all__ = ["NEW_BLOCKS_KEY", "new_block_indices", "new_block_modules", "read_new_blocks", "record_new_blocks",
+           "freeze_all_but_new_blocks"]
 
 NEW_BLOCKS_KEY = "layerscale_new_blocks"
 
@@ -37,6 +38,24 @@ def new_block_indices(model: nn.Module) -> tuple[int, ...] | None:
     if found is None:
         found = getattr(getattr(model, "config", None), NEW_BLOCKS_KEY, None)
     return None if found is None else tuple(int(i) for i in found)
+
+
+def new_block_modules(model: nn.Module) -> list[nn.Module]:
+    """The recorded new blocks of ``model`` as modules, input to output (``[]`` when it was not grown); what the
+    diagnostics mark as new (:class:`~layerscale.diagnostics.DiagnosticsCallback`). ``ValueError`` when an index is
+    past the model's depth."""
+    root = getattr(model, "module", model)
+    indices = new_block_indices(root)
+    return _blocks_at(root, sorted(indices)) if indices else []
+
+
+def _blocks_at(root: nn.Module, indices) -> list[nn.Module]:
+    """The blocks of ``root`` at ``indices`` (0-based in its block stack); ``ValueError`` for one past its depth."""
+    blocks = block_family(root).blocks(root)
+    bad = [i for i in indices if not 0 <= i < len(blocks)]
+    if bad:
+        raise ValueError(f"new block index {bad[0]} is past the model's {len(blocks)} blocks")
+    return [blocks[i] for i in indices]
 
 
 def read_new_blocks(folder: str | os.PathLike) -> tuple[int, ...] | None:
@@ -66,11 +85,7 @@ def freeze_all_but_new_blocks(model: nn.Module, indices: tuple[int, ...] | None 
     if not indices:
         raise ValueError(f"{type(root).__name__} records no new blocks (key {NEW_BLOCKS_KEY}); train only new "
                          f"blocks of a model written by layerscale grow")
-    blocks = block_family(root).blocks(root)
-    bad = [i for i in indices if not 0 <= i < len(blocks)]
-    if bad:
-        raise ValueError(f"new block index {bad[0]} is past the model's {len(blocks)} blocks")
-    keep = {id(p) for i in indices for p in blocks[i].parameters()}
+    keep = {id(p) for block in _blocks_at(root, indices) for p in block.parameters()}
     trainable = []
     for name, param in root.named_parameters():
         param.requires_grad_(id(param) in keep)

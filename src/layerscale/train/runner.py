@@ -123,8 +123,9 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         # Imported here: diagnostics builds on the trainer's callback API (no import cycle at module load).
         from ..diagnostics.callback import DiagnosticsCallback
+        from ..surgery.new_blocks import new_block_modules
 
-        monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics))
+        monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics), new_block_modules(model))
         if monitor is not None and any(getattr(m, "stream_mix1", None) is not None for m in model.modules()):
             monitor = None  # multi-stream residuals (hc, hc_static, mhc): the block diagnostics refuse them
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,

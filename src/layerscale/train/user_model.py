@@ -212,8 +212,9 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         from ..diagnostics.callback import DiagnosticsCallback
         from ..diagnostics.discovery import find_blocks
+        from ..surgery.new_blocks import new_block_modules
 
-        monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics))
+        monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics), new_block_modules(model))
         description = (f"{type(model).__name__}: {sum(p.numel() for p in model.parameters()):,} parameters; "
                        f"{len(train.dataset):,} train / "
                        f"{len(evaluation.dataset) if evaluation else 0:,} eval samples")
