@@ -47,14 +47,24 @@ def test_every_record_of_a_grown_run_marks_exactly_the_new_blocks(grown_run):
     assert all(records[4]["blocks"][i]["attn"]["scale_mean"] > 0 for i in (1, 3))  # γ has grown from 0
 
 
-def test_a_run_of_a_model_that_was_not_grown_marks_nothing(tmp_path):
-    config = tiny_config(tmp_path / "plain", depth=2, steps=2)
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory):
+    """A depth-2 ViT that was not grown, trained 2 steps."""
+    out = tmp_path_factory.mktemp("plain") / "run"
+    config = tiny_config(out, depth=2, steps=2)
     config["diagnostics"] = {"enabled": True, "every": 1}
     run(config)
-    records = diagnostics_by_step(tmp_path / "plain")
+    return out
+
+
+def test_a_run_of_a_model_that_was_not_grown_marks_nothing(plain_run, tmp_path):
+    records = diagnostics_by_step(plain_run)
     assert records and all("new" not in b for r in records.values() for b in r["blocks"])
-    assert read_run(tmp_path / "plain").new_blocks == []
-    assert figure_new_block_scales([read_run(tmp_path / "plain")]) is None
+    assert read_run(plain_run).new_blocks == []
+    assert figure_new_block_scales([read_run(plain_run)]) is None
+    pytest.importorskip("matplotlib")
+    report = write_report([plain_run], tmp_path / "report.html")
+    assert "new_block_scales" not in report.figure_paths and "scale_heatmap" in report.figure_paths
 
 
 def test_the_report_shows_the_new_blocks_gamma_and_marks_them_on_the_heatmap(grown_run, tmp_path):
@@ -75,15 +85,6 @@ def test_the_report_shows_the_new_blocks_gamma_and_marks_them_on_the_heatmap(gro
     heat = plot_scale_heatmap(data, "attn")[0].axes[0]
     marks = [line for line in heat.get_lines() if line.get_marker() == ">"]
     assert len(marks) == 1 and list(marks[0].get_ydata()) == [2, 4]
-
-
-def test_a_plain_report_has_no_new_block_section(tmp_path):
-    pytest.importorskip("matplotlib")
-    config = tiny_config(tmp_path / "plain", depth=2, steps=2)
-    config["diagnostics"] = {"enabled": True, "every": 1}
-    run(config)
-    report = write_report([tmp_path / "plain"], tmp_path / "report.html")
-    assert "new_block_scales" not in report.figure_paths
 
 
 def test_the_monitor_refuses_new_blocks_that_are_not_the_models():
