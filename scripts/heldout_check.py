@@ -33,9 +33,10 @@ rules — is the study's. The changed keys are printed and recorded in ``check.j
 Written under ``docs/results/<study>/heldout/``: ``runs/<run id>/`` (git-ignored; a finished run has
 ``summary.json`` and is kept, a diverged one ``diverged.json``; an unfinished one is removed and trained from its
 start), and, committed, ``check.json`` (the study's choice and row, the changed keys, the budget, the held-out
-data; a text corpus also by its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and ``results.md`` (generated from ``check.json`` and
-``runs.csv`` alone, byte-identically). The held-out comparison is one pre-registered comparison: its verdict uses
-its raw p-value, with no multiplicity adjustment.
+data; a text corpus also by its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and
+``results.md`` (generated from ``check.json`` and ``runs.csv`` alone, byte-identically, by
+:mod:`layerscale.study.heldout_report`, which also writes the check's block of docs/RESULTS.md). The held-out
+comparison is one pre-registered comparison: its verdict uses its raw p-value, with no multiplicity adjustment.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
+
+from layerscale.study.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
+
 SEEDS = (0, 1, 2)
 BUDGET_RULES = ("steps", "epochs")
 # Every held-out run trains the study's planned steps without early stopping (the DESIGN.md addenda of 2026-12-01
@@ -76,11 +80,6 @@ DESIGNS = {
                 "package": "perl-doc",
                 "addendum": "docs/results/lm/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
 }
-CHECK_FILE = "check.json"
-RUN_FIELDS = ["method", "lr", "seed", "status", "val", "test", "train_s", "steps"]
-RESULT_FIELDS = ["kind", "source", "data", "method", "reference", "depth", "lr", "reference_lr", "n", "mean", "low",
-                 "high", "truncated", "p_raw", "p_adj", "adjustment", "verdict", "values", "bootstrap_low",
-                 "bootstrap_high"]
 #: the study's comparison columns copied into check.json (results.csv of ``layerscale study``)
 STUDY_ROW_FIELDS = ("lr", "params", "runs", "diverged", "metric", "test_mean", "test_ci_low", "test_ci_high", "test_n",
                     "test_truncated", "test_per_seed", "diff_mean", "diff_ci_low", "diff_ci_high", "diff_n",
@@ -465,7 +464,7 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
     print(f"{run_dir.name}: trained ({time.time() - started:.0f} s)", flush=True)
 
 
-# --- collect and report --------------------------------------------------------------------------------------------
+# --- collect (the report: layerscale.study.heldout_report) ----------------------------------------------------------
 
 def run_rows(design: Design, check: dict) -> list[dict]:
     """One row per held-out run (pending ones included): status, last validation and test metric, seconds, steps."""
@@ -492,177 +491,6 @@ def collect(design: Design) -> None:
     write_text_atomic(design.out / "runs.csv", csv_text(rows, RUN_FIELDS))
     ended = sum(r["status"] != "pending" for r in rows)
     print(f"collected {ended} of {len(rows)} held-out runs ended")
-
-
-def _number(text):
-    return None if text in ("", None) else float(text)
-
-
-def _read_runs(path: Path) -> list[dict]:
-    from layerscale.study.csv_rows import read_rows
-
-    return [{"method": r["method"], "lr": float(r["lr"]), "seed": int(r["seed"]), "status": r["status"],
-             "val": _number(r["val"]), "test": _number(r["test"]), "train_s": _number(r["train_s"]),
-             "steps": None if r["steps"] == "" else int(r["steps"])} for r in read_rows(path)]
-
-
-def heldout_comparison(check: dict, runs: list[dict]):
-    """Per method the test metric over seeds (mean and t-interval, truncated to the metric's range) and the paired
-    difference compared − reference over the seeds both finished, with its raw p-value and verdict (one
-    pre-registered comparison: no adjustment)."""
-    from layerscale.study.intervals import mean_interval, p_value, paired_interval, within_range
-    from layerscale.study.results import Metric
-    from layerscale.study.verdicts import verdict
-
-    metric = Metric.for_language_model(not check["classification"])
-    tests = {m: {r["seed"]: r["test"] for r in runs if r["method"] == m and r["test"] is not None}
-             for m in (check["reference"], check["method"])}
-    cells = {m: within_range(mean_interval([v for _, v in sorted(t.items())]), *metric.value_range)
-             for m, t in tests.items()}
-    diff = within_range(paired_interval(tests[check["method"]], tests[check["reference"]]), *metric.difference_range)
-    p = p_value(diff)
-    paired = sorted(set(tests[check["method"]]) & set(tests[check["reference"]]))
-    return metric, tests, cells, diff, p, verdict(diff, metric.higher_is_better), paired
-
-
-def _study_interval(row: dict):
-    from layerscale.study.results_table import row_interval
-
-    return row_interval(row, "diff")
-
-
-def result_rows(check: dict, runs: list[dict]) -> list[dict]:
-    metric, tests, cells, diff, p, verdict, paired = heldout_comparison(check, runs)
-    common = {"depth": check["depth"]}
-    rows = []
-    for method in (check["reference"], check["method"]):
-        cell = cells[method]
-        rows.append({**common, "kind": "cell", "source": "heldout", "data": check["heldout_data"], "method": method,
-                     "lr": check["rates"][method], "n": len(tests[method]), "mean": cell.mean if cell else None,
-                     "low": cell.low if cell else None, "high": cell.high if cell else None,
-                     "truncated": cell.truncated if cell else "",
-                     "values": ";".join(f"{s}:{v!r}" for s, v in sorted(tests[method].items()))})
-    comparison = {**common, "kind": "difference", "method": check["method"], "reference": check["reference"],
-                  "lr": check["rates"][check["method"]], "reference_lr": check["rates"][check["reference"]]}
-    rows.append({**comparison, "source": "heldout", "data": check["heldout_data"], "n": len(paired),
-                 "mean": diff.mean if diff else None, "low": diff.low if diff else None,
-                 "high": diff.high if diff else None, "truncated": diff.truncated if diff else "", "p_raw": p,
-                 "adjustment": "none", "verdict": verdict,
-                 "values": ";".join(f"{s}:{v!r}" for s, v in zip(paired, diff.values)) if diff else ""})
-    s = check["study_row"]
-    rows.append({**comparison, "source": "study", "data": check["study_data"], "n": int(s["diff_n"] or 0),
-                 "mean": _number(s["diff_mean"]), "low": _number(s["diff_ci_low"]), "high": _number(s["diff_ci_high"]),
-                 "truncated": s["diff_truncated"], "p_raw": _number(s["p_raw"]), "p_adj": _number(s["p_adj"]),
-                 "adjustment": s["adjustment"], "verdict": s["verdict"], "values": s["diff_per_seed"],
-                 "bootstrap_low": _number(s["bootstrap_low"]), "bootstrap_high": _number(s["bootstrap_high"])})
-    return rows
-
-
-def _value(value, digits: int) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def reading(heldout: str, study: str) -> str:
-    """How the held-out verdict reads against the study's (the DESIGN.md addenda of 2026-12-01 17:10 UTC): the
-    same verdict — held; within noise where the study found a difference — not replicated at this power, which is
-    not a contradiction; a significant difference of the opposite sign — contradicted."""
-    directional = ("better", "worse")
-    if heldout == "no spread":
-        return "no spread on the held-out data, so no verdict to compare"
-    if heldout == study:
-        return "the study's verdict held on the held-out data"
-    if heldout == "within noise" and study in directional:
-        return "not replicated at this power (3 seeds); not a contradiction"
-    if heldout in directional and study in directional:
-        return "contradicted: a significant difference of the opposite sign"
-    if heldout in directional:
-        return f"a difference on the held-out data ({heldout}) where the study's verdict is {study or 'missing'}"
-    return f"held-out {heldout}, study {study or 'missing'}"
-
-
-def report_text(check: dict, runs: list[dict]) -> str:
-    from layerscale.study.formatting import TRUNCATION_NOTE, format_interval, format_p
-
-    metric, tests, cells, diff, p, verdict, paired = heldout_comparison(check, runs)
-    d, unit = metric.digits, metric.difference_unit
-    method, reference, depth = check["method"], check["reference"], check["depth"]
-    s = check["study_row"]
-    study_diff = _study_interval(s)
-    ended = sum(r["status"] != "pending" for r in runs)
-    total = len(check["seeds"]) * 2
-    budget, corpus = check["budget"], check.get("corpus")
-    lines = [f"# Held-out check: {method} vs {reference} at depth {depth} ({check['study']})", "",
-             "<!-- generated by scripts/heldout_check.py from check.json and runs.csv; do not edit -->", "",
-             f"Design: {check['addendum'] or 'the study DESIGN.md'} (\"Held-out check\"), fixed before the study's "
-             f"runs. The study's primary comparison {method} − {reference} at depth {depth} ({check['study_folder']}, "
-             f"data {check['study_data']}) trained again on {check['heldout_data']}, which the study did not use: "
-             f"seeds {', '.join(str(x) for x in check['seeds'])}, each method at the rate the study chose for its "
-             f"cell. {ended} of {max(total, len(runs))} held-out runs ended "
-             f"({sum(r['status'] == 'diverged' for r in runs)} diverged).", "",
-             "## The comparison", "",
-             f"{method} − {reference}, {metric.name} ({unit}; "
-             f"{'higher' if metric.higher_is_better else 'lower'} is better), paired by seed, mean with its 95 % "
-             "t-interval. The study's row is its primary family's (Holm-adjusted p, the verdict by it); the held-out "
-             "comparison is a single pre-registered comparison, so its verdict uses the raw p-value with no "
-             "multiplicity adjustment.", "",
-             "| | data | seeds | difference | p (raw) | p (adjusted) | verdict |", "|---|---|---|---|---|---|---|",
-             f"| study ({s['family'] or 'no family'}) | {check['study_data']} | {s['diff_n'] or 0} | "
-             f"{format_interval(study_diff, d, signed=True)} | {format_p(_number(s['p_raw']))} | "
-             f"{format_p(_number(s['p_adj']))} ({s['adjustment'] or '—'}) | {s['verdict'] or '—'} |",
-             f"| held-out | {check['heldout_data']} | {len(paired)} | {format_interval(diff, d, signed=True)} | "
-             f"{format_p(p)} | none (one comparison) | {verdict or '—'} |", ""]
-    if s.get("bootstrap_low"):
-        lines += [f"The study's two-level bootstrap interval: [{float(s['bootstrap_low']):.{d}f}, "
-                  f"{float(s['bootstrap_high']):.{d}f}].", ""]
-    if verdict in ("", "n < 3"):
-        lines += [f"The held-out check is not complete: {len(paired)} of {len(check['seeds'])} seeds paired.", ""]
-    else:
-        lines += [f"Held-out verdict: {verdict}; the study's: {s['verdict'] or '—'}. Read as the design's addendum "
-                  f"of 2026-12-01 17:10 UTC says: {reading(verdict, s['verdict'])}.", ""]
-    lines += ["## Per method (held-out)", "",
-              f"The test metric on {check['heldout_data']}: mean over seeds with its 95 % t-interval "
-              f"({'truncated to [0, 100]' if metric.classification else 'bits per byte'}), each seed's value, and "
-              "each run's training seconds and steps.", "",
-              "| method | rate (the study's choice) | parameters (study / held-out) | test | per seed | "
-              "training seconds per seed | steps |", "|---|---|---|---|---|---|---|"]
-    study_params = {method: s.get("params", ""), reference: check["reference_row"].get("params", "")}
-    for m in (reference, method):
-        mine = sorted((r for r in runs if r["method"] == m), key=lambda r: r["seed"])
-        per_seed = ", ".join(f"{r['seed']}: " + (_value(r["test"], d) if r["test"] is not None else r["status"])
-                             for r in mine)
-        seconds = ", ".join("—" if r["train_s"] is None else f"{r['train_s']:.0f}" for r in mine)
-        steps = ", ".join("—" if r["steps"] is None else str(r["steps"]) for r in mine)
-        lines.append(f"| {m} | {check['rates'][m]:g} | {study_params[m] or '—'} / {check['params'][m]} | "
-                     f"{format_interval(cells[m], d)} | {per_seed or '—'} | {seconds or '—'} | {steps or '—'} |")
-    lines += ["", "## What the held-out runs change", "",
-              "Each held-out run's config is the study's recorded config of the same method, depth, chosen rate and "
-              "seed with only these keys changed (and `run.out_dir`, the held-out run folder):", "",
-              "| key | study | held-out |", "|---|---|---|"]
-    lines += [f"| `{c['key']}` | {json.dumps(c['study'])} | {json.dumps(c['heldout'])} |" for c in check["changes"]]
-    rule = ("the study's planned optimizer steps kept (`optim.max_steps`; `optim.epochs` raised where the held-out "
-            "training split is smaller, so the epochs never cap the steps)" if budget["rule"] == "steps"
-            else "the study's `optim` keys unchanged (its epochs over the held-out training split)")
-    lines += ["", f"Budget: {rule}: the study's runs plan {budget['study_steps']} steps; the held-out runs plan "
-              f"{budget['heldout_steps']} ({budget['steps_per_epoch']} steps per epoch of the held-out training "
-              f"split). Held-out data: {check['data_description']}."
-              + (f" The corpus: {corpus['files']} files, {corpus['bytes']:,} bytes joined, SHA-256 "
-                 f"`{corpus['sha256']}`." if corpus else ""), "", TRUNCATION_NOTE, ""]
-    return "\n".join(lines)
-
-
-def write_report(out: Path) -> None:
-    """results.csv and results.md from check.json and runs.csv in ``out`` (each written atomically)."""
-    from layerscale.atomic_io import write_text_atomic
-    from layerscale.study.csv_rows import csv_text
-
-    out = Path(out)
-    path = out / CHECK_FILE
-    if not path.is_file():
-        raise Refusal(f"{shown_path(path)} not found: run the check (or --collect) first")
-    check = json.loads(path.read_text(encoding="utf-8"))
-    runs = _read_runs(out / "runs.csv")
-    write_text_atomic(out / "results.csv", csv_text(result_rows(check, runs), RESULT_FIELDS))
-    write_text_atomic(out / "results.md", report_text(check, runs))
 
 
 # --- estimate and main ---------------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import heldout_check  # noqa: E402
 
+from layerscale.study.heldout_report import RUN_FIELDS, reading  # noqa: E402
+
 #: a Fashion-MNIST-like study model, tiny: 28x28 at patch 7 (16 tokens), which the check moves to digits at patch 2
 VIT = {"model": {"name": "vit", "depth": 2, "embed_dim": 16, "num_heads": 2, "patch_size": 7, "mlp_ratio": 1.0},
        "data": {"name": "fashion-mnist", "batch_size": 64, "eval_batch_size": 500, "validation_fraction": 0.1,
@@ -216,7 +218,7 @@ def test_the_runs_use_the_chosen_rates_and_only_the_designs_keys_change(pipeline
                 "optim.max_steps": (0, STUDY_STEPS), "optim.epochs": (1, 2),
                 "run.out_dir": (study["run"]["out_dir"], str(out / "runs" / run_id))}
     runs = _rows(out / "runs.csv")
-    assert list(runs[0]) == heldout_check.RUN_FIELDS
+    assert list(runs[0]) == RUN_FIELDS
     assert len(runs) == 6 and {r["status"] for r in runs} == {"finished"}
     assert {(r["method"], float(r["lr"])) for r in runs} == set(RATES.items())
     assert all(0 <= float(r["test"]) <= 100 and float(r["train_s"]) >= 0 for r in runs)
@@ -262,6 +264,20 @@ def test_a_second_pass_retrains_nothing_and_report_only_is_byte_identical(pipeli
         (out / name).unlink()
     assert heldout_check.main(["--design", str(design), "--report-only"]) == 0
     assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_the_results_page_block_is_the_report_at_its_heading_level(pipeline, tmp_path):
+    from layerscale.study.heldout_report import heldout_sections
+    from layerscale.study.results_page import Study, render_block
+
+    _, _, out = pipeline
+    report = (out / "results.md").read_text(encoding="utf-8")
+    assert report.split("do not edit -->\n\n", 1)[1] == "\n".join(heldout_sections(out, "##"))
+    block = render_block("fashion-heldout", {"fashion": Study("fashion", [], {}, [], out.parent)})
+    assert block == "\n".join(heldout_sections(out, "####")) + "\n"
+    assert block.startswith("Design: ") and "#### The comparison" in block and "| held-out | digits |" in block
+    before = render_block("lm-heldout", {"lm": Study("lm", [], {}, [], tmp_path)})
+    assert before.startswith("Not run yet: the held-out check runs once the redo has chosen")
 
 
 def test_an_unfinished_run_is_trained_again_from_its_start(pipeline):
@@ -334,4 +350,4 @@ def test_a_missing_corpus_is_refused_in_one_line(tmp_path, capsys):
     ("within noise", "within noise", "held"), ("no spread", "better", "no verdict"),
 ])
 def test_the_held_out_verdict_reads_as_the_addendum_says(heldout, study, expected):
-    assert expected in heldout_check.reading(heldout, study)
+    assert expected in reading(heldout, study)

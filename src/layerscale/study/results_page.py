@@ -24,6 +24,8 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
   here, not there");
 - ``depthbench-depth-gain``: each method against itself at the shallowest depth (labelled: added after the runs);
 - ``<study>-compute``: runs and training hours from ``runs.csv``;
+- ``<study>-heldout``: the held-out check of one primary verdict, from ``heldout/`` in the study's folder
+  (:func:`layerscale.study.heldout_report.heldout_sections`; a line saying it has not run before it has);
 - ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used;
 - ``depth-use``: the depth-use and pruning evidence of the Fashion study's depth-12 models
   (docs/results/depth-use, :func:`layerscale.study.depth_use_report.depth_use_sections`);
@@ -43,16 +45,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic_io import write_text_atomic
-from . import depth_use_report, grow_report
+from . import depth_use_report, grow_report, heldout_report
 from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import ResultRow, read_results
 
-__all__ = ["STUDIES", "Study", "load_study", "render_block", "render_page", "main"]
+__all__ = ["STUDIES", "FOLDERS", "Study", "load_study", "render_block", "render_page", "main"]
 
 #: the committed studies, in page order, with the names the page gives them
 STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
            "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
+#: each study's folder under docs/results (a redo's folder once it replaces the study on the page)
+FOLDERS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
 #: the evidence folders under docs/results with a block of their own: block name -> (folder, sections, glance)
 EVIDENCE = {"depth-use": ("depth-use", depth_use_report.depth_use_sections, depth_use_report.primary_glance),
             "grow": ("grow", grow_report.grow_sections, grow_report.primary_glance)}
@@ -68,6 +72,7 @@ class Study:
     rows: list[ResultRow]
     design: dict
     runs: list[dict]
+    folder: Path | None = None  # where its tables are (and its held-out check, in heldout/)
 
     @property
     def classification(self) -> bool:
@@ -104,11 +109,11 @@ class Study:
 
 
 def load_study(results_dir: str | os.PathLike, key: str) -> Study:
-    folder = Path(results_dir) / key
+    folder = Path(results_dir) / FOLDERS.get(key, key)
     design = json.loads((folder / "study.json").read_text(encoding="utf-8"))
     with (folder / "runs.csv").open(encoding="utf-8", newline="") as f:
         runs = list(csv.DictReader(f))
-    return Study(key, read_results(folder / "results.csv"), design, runs)
+    return Study(key, read_results(folder / "results.csv"), design, runs, folder)
 
 
 # ---- blocks -------------------------------------------------------------------------------------------------
@@ -272,6 +277,11 @@ def _compute(study: Study) -> list[str]:
             "training time summed over runs (`runs.csv`, column `wall_time_s`)."]
 
 
+def _heldout(study: Study) -> list[str]:
+    """The study's held-out check (``heldout/`` in its folder; :mod:`layerscale.study.heldout_report`)."""
+    return heldout_report.heldout_sections(study.folder / "heldout", level="####")
+
+
 def _corrections(studies: dict[str, Study]) -> list[str]:
     lm = studies["lm"]
     parts = []
@@ -284,7 +294,7 @@ def _corrections(studies: dict[str, Study]) -> list[str]:
 
 
 _PER_STUDY = {"primary": _primary, "comparisons": _comparisons, "rates": _rates, "depth-use": _depth_use,
-              "compute": _compute}
+              "compute": _compute, "heldout": _heldout}
 
 
 def render_block(name: str, studies: dict[str, Study], results_dir: str | os.PathLike = "docs/results") -> str:
