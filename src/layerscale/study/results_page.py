@@ -108,8 +108,9 @@ class Study:
                                signed=name in ("diff",))
 
 
-def load_study(results_dir: str | os.PathLike, key: str) -> Study:
-    folder = Path(results_dir) / FOLDERS.get(key, key)
+def load_study(results_dir: str | os.PathLike, key: str, folder: str | None = None) -> Study:
+    """The study ``key`` from ``results_dir/folder`` (default: its folder in :data:`FOLDERS`)."""
+    folder = Path(results_dir) / (folder or FOLDERS.get(key, key))
     design = json.loads((folder / "study.json").read_text(encoding="utf-8"))
     with (folder / "runs.csv").open(encoding="utf-8", newline="") as f:
         runs = list(csv.DictReader(f))
@@ -282,8 +283,10 @@ def _heldout(study: Study) -> list[str]:
     return heldout_report.heldout_sections(study.folder / "heldout", level="####")
 
 
-def _corrections(studies: dict[str, Study]) -> list[str]:
-    lm = studies["lm"]
+def _corrections(results_dir: str | os.PathLike) -> list[str]:
+    """What the previous page rounded by hand: always the original language-model study's table (``lm``), whichever
+    folder the page shows."""
+    lm = load_study(results_dir, "lm", "lm")
     parts = []
     for method, wrong in (("layerscale", "lower end −0.60"), ("lns", "lower end 0.03")):
         row = lm.cell("shared", method, 96)
@@ -303,7 +306,7 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
     if name == "glance":
         lines = _glance(studies, results_dir)
     elif name == "corrections":
-        lines = _corrections(studies)
+        lines = _corrections(results_dir)
     elif name == "depthbench-depth-gain":
         lines = _depth_gain(studies["depthbench"])
     elif name in EVIDENCE:
