@@ -257,27 +257,12 @@ def _load_config(run_dir: Path) -> dict:
 
 # --- training runs ---------------------------------------------------------------------------------------------------
 
-def _resumable(run_dir: Path, raw: dict) -> bool:
-    """Whether ``run_dir`` is an unfinished run of exactly ``raw`` with a checkpoint to resume from (the trainer's
-    resume is bitwise: its checkpoint holds the model, optimizer, schedule, data position and RNG states)."""
-    from layerscale.train.checkpoint import latest_checkpoint
-    from layerscale.train.config import TrainConfig
-
-    if not run_dir.is_dir() or latest_checkpoint(run_dir) is None or not (run_dir / "config.yaml").is_file():
-        return False
-    recorded = TrainConfig.from_dict(_load_config(run_dir)).to_dict()
-    wanted = TrainConfig.from_dict(raw).to_dict()
-    for tree in (recorded, wanted):
-        tree["run"].pop("out_dir", None)
-    return recorded == wanted
-
-
 def train_unit(design: Design, unit: dict) -> None:
     """One run of an arm; a finished or diverged run is kept, an unfinished one resumes from its latest checkpoint
     when it has one for the same config, and is trained again from its start otherwise."""
     import torch
 
-    from layerscale.study.retrain import committed_config, is_finished
+    from layerscale.study.retrain import committed_config, is_finished, resumable
     from layerscale.train.nonfinite import NonFiniteError
     from layerscale.train.runner import run as train_run
 
@@ -290,7 +275,7 @@ def train_unit(design: Design, unit: dict) -> None:
     raw = arm_config(committed_config(design.study(source), source["run_id"]), unit["arm"], unit["lr"],
                      unit["seed"], source_steps=int(record["steps"]), source_dir=folder / "source",
                      grown_dir=folder / "grown", out=run_dir)
-    resume = _resumable(run_dir, raw)
+    resume = resumable(run_dir, raw)
     if run_dir.exists() and not resume:
         shutil.rmtree(run_dir)
     torch.set_num_threads(1)

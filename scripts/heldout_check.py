@@ -31,12 +31,13 @@ the same steps as the study's). Every other key — model shape, schedule, batch
 rules — is the study's. The changed keys are printed and recorded in ``check.json``.
 
 Written under ``docs/results/<study>/heldout/``: ``runs/<run id>/`` (git-ignored; a finished run has
-``summary.json`` and is kept, a diverged one ``diverged.json``; an unfinished one is removed and trained from its
-start), and, committed, ``check.json`` (the study's choice and row, the changed keys, the budget, the held-out
-data; a text corpus also by its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and
-``results.md`` (generated from ``check.json`` and ``runs.csv`` alone, byte-identically, by
-:mod:`layerscale.study.heldout_report`, which also writes the check's block of docs/RESULTS.md). The held-out
-comparison is one pre-registered comparison: its verdict uses its raw p-value, with no multiplicity adjustment.
+``summary.json`` and is kept, a diverged one ``diverged.json``; an unfinished one resumes from its latest checkpoint
+when its recorded config is the design's, and is removed and trained from its start otherwise), and, committed,
+``check.json`` (the study's choice and row, the changed keys, the budget, the held-out data; a text corpus also by
+its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and ``results.md`` (generated
+from ``check.json`` and ``runs.csv`` alone, byte-identically, by :mod:`layerscale.study.heldout_report`, which also
+writes the check's block of docs/RESULTS.md). The held-out comparison is one pre-registered comparison: its verdict
+uses its raw p-value, with no multiplicity adjustment.
 """
 
 from __future__ import annotations
@@ -438,30 +439,36 @@ def units(design: Design) -> list[tuple[str, int]]:
 
 
 def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -> None:
-    """One held-out run; a finished or diverged run is kept, an unfinished one is trained again from its start."""
+    """One held-out run; a finished or diverged run is kept, an unfinished one resumes from its latest checkpoint
+    when its recorded config is ``raw`` (:func:`layerscale.study.retrain.resumable`: bitwise the uninterrupted run)
+    and is trained again from its start otherwise."""
     import torch
 
     from layerscale.atomic_io import write_text_atomic
-    from layerscale.study.retrain import is_finished
+    from layerscale.study.retrain import is_finished, resumable
     from layerscale.train.nonfinite import NonFiniteError
     from layerscale.train.runner import run as train_run
 
     run_dir = design.run_dir(method, check["rates"][method], seed)
     if is_finished(run_dir) or (run_dir / "diverged.json").is_file():
         return
-    if run_dir.exists():
+    resume = resumable(run_dir, raw)
+    if run_dir.exists() and not resume:
         shutil.rmtree(run_dir)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     started = time.time()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            train_run(raw, out=run_dir)
+            if resume:
+                train_run(resume=run_dir)
+            else:
+                train_run(raw, out=run_dir)
     except NonFiniteError as exc:
         write_text_atomic(run_dir / "diverged.json", json.dumps({"message": str(exc)}, indent=1))
         print(f"{run_dir.name}: diverged", flush=True)
         return
-    print(f"{run_dir.name}: trained ({time.time() - started:.0f} s)", flush=True)
+    print(f"{run_dir.name}: {'resumed and ' if resume else ''}trained ({time.time() - started:.0f} s)", flush=True)
 
 
 # --- collect (the report: layerscale.study.heldout_report) ----------------------------------------------------------

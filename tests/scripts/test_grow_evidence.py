@@ -172,7 +172,7 @@ def test_an_unfinished_run_without_a_checkpoint_is_trained_again_from_its_start(
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_one(pipeline, tmp_path,
                                                                                            capsys):
-    from layerscale.study.retrain import committed_config, run_outcome
+    from layerscale.study.retrain import committed_config, resumable, run_outcome
     import torch
     from safetensors.torch import load_file
 
@@ -195,7 +195,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     recorded = load_config_file(run / "config.yaml")
     recorded["run"]["stop_at_step"] = 0  # the design's config, as a run killed mid-way recorded it
     (run / "config.yaml").write_text(dump_config(recorded))
-    assert not (run / "summary.json").is_file() and grow_evidence._resumable(run, raw)
+    assert not (run / "summary.json").is_file() and resumable(run, raw)
     capsys.readouterr()
     assert grow_evidence.main(["--design", str(design_path), "--shard", "0/1"]) == 0
     assert "tiny/b-lr0.003-s1: resumed and trained" in capsys.readouterr().out  # not trained again from step 0
@@ -209,7 +209,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     outcomes = [json.loads((folder / "test_outcomes.json").read_text()) for folder in (run, uninterrupted)]
     assert outcomes[0] == outcomes[1]
     other = {**raw, "optim": {**raw["optim"], "lr": 1e-3}}
-    assert not grow_evidence._resumable(run, other)  # a folder of another config is never resumed
+    assert not resumable(run, other)  # a folder of another config is never resumed
 
 
 def test_estimate_measures_the_runs_ended_and_what_remains(pipeline, capsys):

@@ -280,13 +280,44 @@ def test_the_results_page_block_is_the_report_at_its_heading_level(pipeline, tmp
     assert before.startswith("Not run yet: the held-out check runs once the redo has chosen")
 
 
-def test_an_unfinished_run_is_trained_again_from_its_start(pipeline):
+def test_an_unfinished_run_without_a_checkpoint_is_trained_again_from_its_start(pipeline):
+    import shutil
+
     _, design, out = pipeline
     run = out / "runs" / heldout_check.run_name("prenorm", 2, RATES["prenorm"], 2)
     (run / "summary.json").unlink()
+    shutil.rmtree(run / "checkpoints")  # ended before its first checkpoint: nothing to resume from
     (run / "leftover").write_text("a process ended mid-run")
     assert heldout_check.main(["--design", str(design), "--shard", "0/1"]) == 0
     assert (run / "summary.json").is_file() and not (run / "leftover").exists()
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_one(pipeline, tmp_path,
+                                                                                           capsys):
+    import shutil
+
+    from layerscale.study.retrain import resumable, run_outcome
+    from layerscale.train.config_file import dump_config, load_config_file
+    from layerscale.train.runner import run as train_run
+
+    _, design_path, out = pipeline
+    run = out / "runs" / heldout_check.run_name("layerscale", 2, RATES["layerscale"], 1)
+    uninterrupted = tmp_path / "uninterrupted"
+    shutil.copytree(run, uninterrupted)
+    raw = load_config_file(run / "config.yaml")  # the design's config, as the runner built it
+    shutil.rmtree(run)
+    train_run({**raw, "run": {**raw["run"], "stop_at_step": 10}}, out=run)  # paused after its step-10 checkpoint
+    (run / "summary.json").unlink()  # a killed process writes none
+    recorded = load_config_file(run / "config.yaml")
+    recorded["run"]["stop_at_step"] = 0  # the design's config, as a run killed mid-way recorded it
+    (run / "config.yaml").write_text(dump_config(recorded))
+    assert resumable(run, raw) and not resumable(run, {**raw, "optim": {**raw["optim"], "lr": 1e-2}})
+    capsys.readouterr()
+    assert heldout_check.main(["--design", str(design_path), "--shard", "0/1"]) == 0
+    assert f"{run.name}: resumed and trained" in capsys.readouterr().out  # not trained again from step 0
+    ends = [run_outcome(folder, True) for folder in (run, uninterrupted)]
+    assert ends[0]["status"] == "finished" and ends[0]["steps"] == ends[1]["steps"]
+    assert (ends[0]["val"], ends[0]["test"]) == (ends[1]["val"], ends[1]["test"])  # bitwise: the same path
 
 
 # --- the language-model variant ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished",
+__all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished", "resumable",
            "training_seconds", "run_outcome"]
 
 
@@ -50,6 +50,25 @@ def committed_metric(study_dir: str | os.PathLike, run_id: str) -> float | None:
 def is_finished(run_dir: str | os.PathLike) -> bool:
     """Whether ``run_dir`` holds a run that ended (its ``summary.json`` is written last, at the end)."""
     return (Path(run_dir) / "summary.json").is_file()
+
+
+def resumable(run_dir: str | os.PathLike, raw: dict) -> bool:
+    """Whether ``run_dir`` is an unfinished run of exactly the config ``raw`` (``run.out_dir`` aside) with a
+    checkpoint to resume from. The trainer's resume is bitwise — its checkpoint holds the model, optimizer, schedule,
+    data position and RNG states, and ``metrics.jsonl`` is cut back to the checkpoint's step — so resuming such a run
+    ends where an uninterrupted one would; a folder of any other config is never resumed."""
+    from ..train.checkpoint import latest_checkpoint
+    from ..train.config import TrainConfig
+    from ..train.config_file import load_config_file
+
+    run_dir = Path(run_dir)
+    if is_finished(run_dir) or not (run_dir / "config.yaml").is_file() or latest_checkpoint(run_dir) is None:
+        return False
+    recorded = TrainConfig.from_dict(load_config_file(run_dir / "config.yaml")).to_dict()
+    wanted = TrainConfig.from_dict(raw).to_dict()
+    for tree in (recorded, wanted):
+        tree["run"].pop("out_dir", None)
+    return recorded == wanted
 
 
 def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLike, *, threads: int = 1,
