@@ -98,8 +98,8 @@ class LayerScaleMonitor:
     one rank). ``track_updates=False`` skips the weight snapshot (it costs one copy of the blocks' weights on
     monitored steps) and with it ``update_ratio``. ``new_blocks``: the blocks a grown model's surgery inserted
     (:func:`layerscale.surgery.new_blocks.new_block_modules`); their entries carry ``"new": true``, which the report
-    marks. Raises ``ValueError`` for a model without recognisable blocks
-    or a bad ``every``.
+    marks. Raises ``ValueError`` for a model without recognisable blocks, a bad ``every``, or new blocks that are
+    not among the model's.
 
     ``scale_collapse`` compares each scale with its value when the monitor is built (the initial or loaded γ), so
     build it after loading the weights training starts from; on resume, :meth:`load_alert_state` restores the first
