@@ -22,8 +22,7 @@ from .results_table import row_interval
 from .verdicts import verdict as verdict_of
 
 __all__ = ["CHECK_FILE", "RUN_FIELDS", "RESULT_FIELDS", "read_runs", "heldout_comparison", "result_rows", "reading",
-           "report_text", "sections", "heldout_sections",
-           "write_report"]
+           "report_text", "sections", "heldout_sections", "write_report"]
 
 CHECK_FILE = "check.json"
 RUN_FIELDS = ["method", "lr", "seed", "status", "val", "test", "train_s", "steps"]
@@ -56,10 +55,6 @@ def heldout_comparison(check: dict, runs: list[dict]):
     p = p_value(diff)
     paired = sorted(set(tests[check["method"]]) & set(tests[check["reference"]]))
     return metric, tests, cells, diff, p, verdict_of(diff, metric.higher_is_better), paired
-
-
-def _study_interval(row: dict):
-    return row_interval(row, "diff")
 
 
 def result_rows(check: dict, runs: list[dict]) -> list[dict]:
@@ -125,7 +120,7 @@ def sections(check: dict, runs: list[dict], level: str) -> list[str]:
     d, unit = metric.digits, metric.difference_unit
     method, reference, depth = check["method"], check["reference"], check["depth"]
     s = check["study_row"]
-    study_diff = _study_interval(s)
+    study_diff = row_interval(s, "diff")
     ended = sum(r["status"] != "pending" for r in runs)
     total = len(check["seeds"]) * 2
     budget, corpus = check["budget"], check.get("corpus")
