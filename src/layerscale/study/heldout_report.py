@@ -205,7 +205,8 @@ def write_report(out: str | Path) -> None:
     out = Path(out)
     loaded = _load(out)
     if loaded is None:
-        raise FileNotFoundError(f"{out / CHECK_FILE} not found: run the check (or --collect) first")
+        raise FileNotFoundError(f"{out / CHECK_FILE} not found: the held-out check has not run yet "
+                                "(scripts/heldout_check.py)")
     check, runs = loaded
     write_text_atomic(out / "results.csv", csv_text(result_rows(check, runs), RESULT_FIELDS))
     write_text_atomic(out / "results.md", report_text(check, runs))
