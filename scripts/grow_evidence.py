@@ -258,47 +258,25 @@ def _load_config(run_dir: Path) -> dict:
 # --- training runs ---------------------------------------------------------------------------------------------------
 
 def train_unit(design: Design, unit: dict) -> None:
-    """One run of an arm; a finished or diverged run is kept, an unfinished one resumes from its latest checkpoint
-    when it has one for the same config, and is trained again from its start otherwise."""
-    import torch
-
-    from layerscale.study.retrain import committed_config, is_finished, resumable
-    from layerscale.train.nonfinite import NonFiniteError
-    from layerscale.train.runner import run as train_run
+    """One run of an arm (:func:`layerscale.study.retrain.train_or_resume`): a finished or diverged run is kept, an
+    unfinished one resumes from its latest checkpoint when it has one for the same config, and is trained again from
+    its start otherwise."""
+    from layerscale.study.retrain import DIVERGED_FILE, committed_config, is_finished, train_or_resume
 
     source = next(s for s in design.sources if s["key"] == unit["source"])
     folder = design.folder(source["key"])
     run_dir = folder / run_name(unit["arm"], unit["lr"], unit["seed"])
-    if is_finished(run_dir) or (run_dir / "diverged.json").is_file():
-        return
+    if is_finished(run_dir) or (run_dir / DIVERGED_FILE).is_file():
+        return  # before ensure_source: a kept run needs no source
     record = ensure_source(design, source)
     raw = arm_config(committed_config(design.study(source), source["run_id"]), unit["arm"], unit["lr"],
                      unit["seed"], source_steps=int(record["steps"]), source_dir=folder / "source",
                      grown_dir=folder / "grown", out=run_dir)
-    resume = resumable(run_dir, raw)
-    if run_dir.exists() and not resume:
-        shutil.rmtree(run_dir)
-    torch.set_num_threads(1)
     started = time.time()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            if resume:
-                train_run(resume=run_dir)
-            else:
-                train_run(raw, out=run_dir)
-    except NonFiniteError as exc:
-        _write_json(run_dir / "diverged.json", {"message": str(exc), "step": _diverged_step(str(exc))})
-        print(f"{source['key']}/{run_dir.name}: diverged", flush=True)
-        return
-    print(f"{source['key']}/{run_dir.name}: {'resumed and ' if resume else ''}trained ({time.time() - started:.0f} s)",
-          flush=True)
-
-
-def _diverged_step(message: str) -> int | None:
-    import re
-
-    found = re.search(r"step (\d+)", message)
-    return int(found.group(1)) if found else None
+    outcome = train_or_resume(run_dir, raw)
+    said = "diverged" if outcome == "diverged" else \
+        f"{'resumed and ' if outcome == 'resumed' else ''}trained ({time.time() - started:.0f} s)"
+    print(f"{source['key']}/{run_dir.name}: {said}", flush=True)
 
 
 # --- rate choice and effective depth -----------------------------------------------------------------------------------

@@ -43,12 +43,9 @@ uses its raw p-value, with no multiplicity adjustment.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
-import io
 import json
 import math
-import shutil
 import sys
 import tarfile
 import tempfile
@@ -439,36 +436,18 @@ def units(design: Design) -> list[tuple[str, int]]:
 
 
 def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -> None:
-    """One held-out run; a finished or diverged run is kept, an unfinished one resumes from its latest checkpoint
-    when its recorded config is ``raw`` (:func:`layerscale.study.retrain.resumable`: bitwise the uninterrupted run)
-    and is trained again from its start otherwise."""
-    import torch
-
-    from layerscale.atomic_io import write_text_atomic
-    from layerscale.study.retrain import is_finished, resumable
-    from layerscale.train.nonfinite import NonFiniteError
-    from layerscale.train.runner import run as train_run
+    """One held-out run (:func:`layerscale.study.retrain.train_or_resume`): a finished or diverged run is kept, an
+    unfinished one resumes from its latest checkpoint when its recorded config is ``raw`` (bitwise the uninterrupted
+    run) and is trained again from its start otherwise."""
+    from layerscale.study.retrain import train_or_resume
 
     run_dir = design.run_dir(method, check["rates"][method], seed)
-    if is_finished(run_dir) or (run_dir / "diverged.json").is_file():
-        return
-    resume = resumable(run_dir, raw)
-    if run_dir.exists() and not resume:
-        shutil.rmtree(run_dir)
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(1)
     started = time.time()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            if resume:
-                train_run(resume=run_dir)
-            else:
-                train_run(raw, out=run_dir)
-    except NonFiniteError as exc:
-        write_text_atomic(run_dir / "diverged.json", json.dumps({"message": str(exc)}, indent=1))
-        print(f"{run_dir.name}: diverged", flush=True)
-        return
-    print(f"{run_dir.name}: {'resumed and ' if resume else ''}trained ({time.time() - started:.0f} s)", flush=True)
+    outcome = train_or_resume(run_dir, raw)
+    if outcome != "kept":
+        said = "diverged" if outcome == "diverged" else \
+            f"{'resumed and ' if outcome == 'resumed' else ''}trained ({time.time() - started:.0f} s)"
+        print(f"{run_dir.name}: {said}", flush=True)
 
 
 # --- collect (the report: layerscale.study.heldout_report) ----------------------------------------------------------

@@ -49,6 +49,7 @@ def test_divergence_stops_naming_step_and_block_and_keeps_a_usable_checkpoint(tm
     assert match, message
     step, block, last_good = int(match.group(2)), int(match.group(3)), Path(match.group(5))
     assert (step, block, match.group(4)) == (6, 1, "finite")
+    assert info.value.step == 6
     assert last_good == latest_checkpoint(tmp_path / "run") and last_good.name == "step_00000004"
     weights, state = load_checkpoint(last_good)
     assert state["step"] == 4
@@ -62,8 +63,9 @@ def test_divergence_stops_naming_step_and_block_and_keeps_a_usable_checkpoint(tm
 
 def test_finite_weights_whose_forward_overflows_are_not_checkpointed(tmp_path):
     with pytest.raises(NonFiniteError, match=r"the forward on a fixed batch is not finite after step 4; not "
-                                             r"checkpointed; last good checkpoint: .*step_00000002$"):
+                                             r"checkpointed; last good checkpoint: .*step_00000002$") as info:
         run(DIVERGING, out=tmp_path / "run", callbacks=[_InfAtStep(5, "pos_embed", 3e38)])
+    assert info.value.step == 4
     assert [p.name for p in sorted((tmp_path / "run" / "checkpoints").iterdir())] == ["step_00000002"]
 
 

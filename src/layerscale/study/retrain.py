@@ -17,7 +17,9 @@ import shutil
 from pathlib import Path
 
 __all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished", "resumable",
-           "training_seconds", "run_outcome"]
+           "train_or_resume", "training_seconds", "run_outcome", "DIVERGED_FILE"]
+
+DIVERGED_FILE = "diverged.json"  # an evidence run that stopped on a non-finite step: {"message", "step"}
 
 
 def _run_folder(study_dir: Path, run_id: str) -> Path:
@@ -69,6 +71,44 @@ def resumable(run_dir: str | os.PathLike, raw: dict) -> bool:
     for tree in (recorded, wanted):
         tree["run"].pop("out_dir", None)
     return recorded == wanted
+
+
+def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) -> str:
+    """Bring the evidence run ``run_dir`` of config ``raw`` to its end, on ``threads`` CPU threads, quietly.
+
+    A finished run (``summary.json``) or a diverged one (``diverged.json``) is kept (``"kept"``); an unfinished run
+    of exactly ``raw`` with a checkpoint resumes from it (``"resumed"``: :func:`resumable`, bitwise the uninterrupted
+    run); anything else in ``run_dir`` is removed and the run trained from its start (``"trained"``). A run that
+    stops on a non-finite step writes ``diverged.json`` (its message and step, atomically) and returns
+    ``"diverged"``: divergence is a result, not an error."""
+    import contextlib
+    import io
+
+    import torch
+
+    from ..atomic_io import write_json_atomic
+    from ..train.nonfinite import NonFiniteError
+    from ..train.runner import run as train_run
+
+    run_dir = Path(run_dir)
+    if is_finished(run_dir) or (run_dir / DIVERGED_FILE).is_file():
+        return "kept"
+    resume = resumable(run_dir, raw)
+    if run_dir.exists() and not resume:
+        shutil.rmtree(run_dir)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(threads)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            if resume:
+                train_run(resume=run_dir)
+            else:
+                train_run(raw, out=run_dir)
+    except NonFiniteError as exc:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(run_dir / DIVERGED_FILE, {"message": str(exc), "step": exc.step})
+        return "diverged"
+    return "resumed" if resume else "trained"
 
 
 def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLike, *, threads: int = 1,
@@ -139,9 +179,9 @@ def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     if is_finished(run_dir):
         status = "finished"
         steps = int(json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["step"])
-    elif (run_dir / "diverged.json").is_file():
+    elif (run_dir / DIVERGED_FILE).is_file():
         status = "diverged"
-        steps = json.loads((run_dir / "diverged.json").read_text(encoding="utf-8")).get("step")
+        steps = json.loads((run_dir / DIVERGED_FILE).read_text(encoding="utf-8")).get("step")
     else:
         status, steps = "pending", None
     if steps is None and last["train"]:

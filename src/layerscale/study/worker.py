@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -92,8 +91,7 @@ def _train(run_dir: Path, config: dict, parent: int) -> int:
         else:
             result = run(config, callbacks=[StopWithParent()])
     except NonFiniteError as exc:
-        match = re.search(r"step (\d+)", str(exc))
-        step = int(match.group(1)) if match else None
+        step = exc.step
         write_json_atomic(run_dir / STATUS_FILE, {"status": "diverged", "step": step, "total_steps": None,
                                                   "stop_at_step": stop_at, "diverged_step": step,
                                                   "message": str(exc)})

@@ -22,7 +22,11 @@ __all__ = ["NonFiniteError", "NonFiniteReport", "locate_nonfinite"]
 
 class NonFiniteError(FloatingPointError):
     """The run stopped on a non-finite loss or gradient (``run.on_nonfinite: stop``); the message names the step,
-    the first non-finite block and the last good checkpoint."""
+    the first non-finite block and the last good checkpoint, and ``step`` is that step (``None`` when unknown)."""
+
+    def __init__(self, message: str, step: int | None = None) -> None:
+        super().__init__(message)
+        self.step = step
 
 
 @dataclass(frozen=True)

@@ -319,7 +319,7 @@ class Trainer:
             return
         last = last_good_checkpoint(self.run_dir, trainer=self)
         raise NonFiniteError(f"{message}; run stopped (run.on_nonfinite: stop); last good checkpoint: "
-                             f"{last if last is not None else 'none written yet'}")
+                             f"{last if last is not None else 'none written yet'}", step=step)
 
     def _log_train(self) -> None:
         window = self._window.clone()
@@ -428,7 +428,7 @@ class Trainer:
             what = (f"weights are non-finite ({bad or 'on another rank'})" if flags[0].item() > 0
                     else "the forward on a fixed batch is not finite")
             raise NonFiniteError(f"{what} after step {step}; not checkpointed; last good checkpoint: "
-                                 f"{last if last is not None else 'none'}")
+                                 f"{last if last is not None else 'none'}", step=step)
         weights, optim_state = full_state_dicts(self.wrapped, self.optimizer, self.ctx, self._fsdp)
         rng = all_gather_objects(capture_rng_state(self.ctx.device), self.ctx)
         path = None
