@@ -22,7 +22,7 @@ from layerscale.study.grid import StudySpec
 from layerscale.study.markdown_html import markdown_to_html, split_title
 from layerscale.study.report import headline_path, write_study_report
 from layerscale.study.intervals import welch_interval
-from layerscale.study.results import Metric, cell_results, collect_run, verdict
+from layerscale.study.results import Metric, cell_results, collect_run
 from layerscale.study.rate_search import TuningOutcome
 from layerscale.study.study import StudyPlan, summarize
 from layerscale.study.summary import study_cost, study_markdown

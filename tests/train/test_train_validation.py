@@ -68,7 +68,7 @@ def test_a_paused_run_continued_equals_one_never_paused(tmp_path):
     assert paused.step == 5 and _records(tmp_path / "paused", "test") == []
     continued = run(resume=tmp_path / "paused", overrides=["run.stop_at_step=0"])
     assert continued.step == 12
-    straight = run(base, out=tmp_path / "straight")
+    assert run(base, out=tmp_path / "straight").step == continued.step
     expected, got = final_weights(tmp_path / "straight"), final_weights(tmp_path / "paused")
     for name in expected:
         assert torch.equal(expected[name], got[name]), f"{name} differs after pausing"
