@@ -22,9 +22,11 @@ Per source (``runs/<source>/``, git-ignored, resumable):
 A finished run (``summary.json``) or a diverged one is kept; an unfinished one (a process ended mid-run) resumes
 from its latest checkpoint when its recorded config is the design's, and is removed and trained from its start
 otherwise. Every record is written to a temporary file and renamed into place. Shards share the
-sources: the first shard that needs one trains and grows it under a file lock, the others wait for it. Running a
-shard again after every training run has ended completes the effective-depth analyses (they need every cell's
-rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
+sources: the first shard that needs one trains and grows it under a file lock, the others wait for it. A run folder
+(its lock, :mod:`layerscale.train.run_lock`) or an analysis (``depth/<name>.lock``) that another live process holds
+is left to it, so any number of processes may work through one shard's list: ``--shard 0/1`` twice is a shared
+queue. Running a shard again after every training run has ended completes the effective-depth analyses (they need
+every cell's rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
 rates: the design reads the other rates' test splits but never reports them), ``effective_depth.csv``,
 ``results.csv`` and ``results.md`` (:mod:`layerscale.study.grow_report`).
 """
@@ -165,6 +167,25 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def _claimed(path: Path):
+    """Whether this process holds ``path``'s lock for the block (``flock``, without waiting): ``False`` while
+    another live process holds it. The kernel releases it when its holder dies."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _grow(source_dir: Path, grown_dir: Path, depth: int) -> None:
     """``layerscale grow SOURCE --insert L --where every:1 --init copy --gamma 0 --out GROWN`` (written into a
     temporary folder, renamed into place)."""
@@ -262,6 +283,7 @@ def train_unit(design: Design, unit: dict) -> None:
     unfinished one resumes from its latest checkpoint when it has one for the same config, and is trained again from
     its start otherwise."""
     from layerscale.study.retrain import DIVERGED_FILE, committed_config, is_finished, train_or_resume
+    from layerscale.train.run_lock import RunDirectoryInUse
 
     source = next(s for s in design.sources if s["key"] == unit["source"])
     folder = design.folder(source["key"])
@@ -273,7 +295,10 @@ def train_unit(design: Design, unit: dict) -> None:
                      unit["seed"], source_steps=int(record["steps"]), source_dir=folder / "source",
                      grown_dir=folder / "grown", out=run_dir)
     started = time.time()
-    outcome = train_or_resume(run_dir, raw)
+    try:
+        outcome = train_or_resume(run_dir, raw)
+    except RunDirectoryInUse:
+        return  # another live process trains it
     said = "diverged" if outcome == "diverged" else \
         f"{'resumed and ' if outcome == 'resumed' else ''}trained ({time.time() - started:.0f} s)"
     print(f"{source['key']}/{run_dir.name}: {said}", flush=True)
@@ -326,15 +351,18 @@ def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
     path = design.folder(key) / "depth" / f"{name}.json"
     if path.is_file():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(1)
-    started = time.process_time()
-    result = analyze_run(run_dir, max_examples=design.examples)
-    depth, low, high = effective_depth_interval(result)
-    s = result.summary
-    _write_json(path, {"source": key, "model": name, "depth": s.depth, "effective_depth": depth, "low": low,
-                       "high": high, "tolerance": s.tolerance, "level": s.level, "examples": result.num_examples,
-                       "clean_loss": result.clean_loss, "cpu_s": time.process_time() - started})
+    with _claimed(path.with_suffix(".lock")) as mine:
+        if not mine or path.is_file():
+            return  # another live process analyses it, or did while this one looked
+        torch.set_num_threads(1)
+        started = time.process_time()
+        result = analyze_run(run_dir, max_examples=design.examples)
+        depth, low, high = effective_depth_interval(result)
+        s = result.summary
+        _write_json(path, {"source": key, "model": name, "depth": s.depth, "effective_depth": depth, "low": low,
+                           "high": high, "tolerance": s.tolerance, "level": s.level,
+                           "examples": result.num_examples, "clean_loss": result.clean_loss,
+                           "cpu_s": time.process_time() - started})
     print(f"{key}/{name}: effective depth {depth} [{low:g}, {high:g}]", flush=True)
 
 

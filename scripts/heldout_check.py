@@ -32,7 +32,8 @@ rules — is the study's. The changed keys are printed and recorded in ``check.j
 
 Written under ``docs/results/<study>/heldout/``: ``runs/<run id>/`` (git-ignored; a finished run has
 ``summary.json`` and is kept, a diverged one ``diverged.json``; an unfinished one resumes from its latest checkpoint
-when its recorded config is the design's, and is removed and trained from its start otherwise), and, committed,
+when its recorded config is the design's, and is removed and trained from its start otherwise; one that another live
+process trains is left to it), and, committed,
 ``check.json`` (the study's choice and row, the changed keys, the budget, the held-out data; a text corpus also by
 its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and ``results.md`` (generated
 from ``check.json`` and ``runs.csv`` alone, byte-identically, by :mod:`layerscale.study.heldout_report`, which also
@@ -440,10 +441,14 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
     unfinished one resumes from its latest checkpoint when its recorded config is ``raw`` (bitwise the uninterrupted
     run) and is trained again from its start otherwise."""
     from layerscale.study.retrain import train_or_resume
+    from layerscale.train.run_lock import RunDirectoryInUse
 
     run_dir = design.run_dir(method, check["rates"][method], seed)
     started = time.time()
-    outcome = train_or_resume(run_dir, raw)
+    try:
+        outcome = train_or_resume(run_dir, raw)
+    except RunDirectoryInUse:
+        return  # another live process trains it
     if outcome != "kept":
         said = "diverged" if outcome == "diverged" else \
             f"{'resumed and ' if outcome == 'resumed' else ''}trained ({time.time() - started:.0f} s)"

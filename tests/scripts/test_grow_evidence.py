@@ -270,3 +270,20 @@ def test_the_identity_check_allows_last_bit_rounding_only():
     assert not grow_evidence.with_identity({**base, "grown_loss": 0.3809})["identical"]
     assert not grow_evidence.with_identity({**base, "grown_loss": base["source_loss"], "grown_accuracy": 0.862})[
         "identical"]
+
+
+def test_an_analysis_another_live_process_holds_is_left_to_it(tmp_path, monkeypatch):
+    import fcntl
+
+    design = grow_evidence.Design(out=tmp_path)
+    lock = design.folder("fashion") / "depth" / "source.lock"
+    lock.parent.mkdir(parents=True)
+    import layerscale.analysis
+
+    monkeypatch.setattr(layerscale.analysis, "analyze_run", lambda *a, **k: pytest.fail("analysed a held model"))
+    with open(lock, "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        grow_evidence.analyse(design, "fashion", "source", tmp_path / "nowhere")
+    assert not (lock.parent / "source.json").exists()
+    with grow_evidence._claimed(lock) as mine:  # released: the next process may take it
+        assert mine

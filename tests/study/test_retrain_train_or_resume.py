@@ -58,3 +58,19 @@ def test_the_error_carries_its_step_through_pickling(step):
 
     error = pickle.loads(pickle.dumps(NonFiniteError("message", step=step)))
     assert (str(error), error.step) == ("message", step)
+
+
+def test_a_run_another_live_process_trains_is_refused_and_left_untouched(tmp_path, monkeypatch):
+    import fcntl
+
+    from layerscale.train.run_lock import LOCK_FILE, RunDirectoryInUse
+
+    run_dir = tmp_path / "a"
+    run_dir.mkdir()
+    (run_dir / "metrics.jsonl").write_text('{"step": 1}\n')  # the other process's partial records, no checkpoint
+    monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("trained a run another process holds"))
+    with open(run_dir / LOCK_FILE, "a") as other:  # another open file description: as another process's flock
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(RunDirectoryInUse, match="in use by"):
+            train_or_resume(run_dir, CONFIG)
+    assert (run_dir / "metrics.jsonl").read_text() == '{"step": 1}\n'

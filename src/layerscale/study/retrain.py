@@ -78,9 +78,12 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
 
     A finished run (``summary.json``) or a diverged one (``diverged.json``) is kept (``"kept"``); an unfinished run
     of exactly ``raw`` with a checkpoint resumes from it (``"resumed"``: :func:`resumable`, bitwise the uninterrupted
-    run); anything else in ``run_dir`` is removed and the run trained from its start (``"trained"``). A run that
+    run); anything else in ``run_dir`` is cleared and the run trained from its start (``"trained"``). A run that
     stops on a non-finite step writes ``diverged.json`` (its message and step, atomically) and returns
-    ``"diverged"``: divergence is a result, not an error."""
+    ``"diverged"``: divergence is a result, not an error. The run directory's lock
+    (:mod:`layerscale.train.run_lock`) is held from before anything is cleared to the end, so a run that another live
+    process trains raises :class:`~layerscale.train.run_lock.RunDirectoryInUse` with nothing touched: several
+    processes may work through the same list of runs, each leaving the others' runs to them."""
     import contextlib
     import io
 
@@ -88,26 +91,32 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
 
     from ..atomic_io import write_json_atomic
     from ..train.nonfinite import NonFiniteError
+    from ..train.run_lock import clear_run_dir, hold_run_dir
     from ..train.runner import run as train_run
 
     run_dir = Path(run_dir)
-    if is_finished(run_dir) or (run_dir / DIVERGED_FILE).is_file():
+
+    def ended() -> bool:
+        return is_finished(run_dir) or (run_dir / DIVERGED_FILE).is_file()
+
+    if ended():
         return "kept"
-    resume = resumable(run_dir, raw)
-    if run_dir.exists() and not resume:
-        shutil.rmtree(run_dir)
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(threads)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            if resume:
-                train_run(resume=run_dir)
-            else:
-                train_run(raw, out=run_dir)
-    except NonFiniteError as exc:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(run_dir / DIVERGED_FILE, {"message": str(exc), "step": exc.step})
-        return "diverged"
+    with hold_run_dir(run_dir):
+        if ended():  # it ended in another process between the look and the lock
+            return "kept"
+        resume = resumable(run_dir, raw)
+        if not resume:
+            clear_run_dir(run_dir)
+        torch.set_num_threads(threads)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                if resume:
+                    train_run(resume=run_dir)
+                else:
+                    train_run(raw, out=run_dir)
+        except NonFiniteError as exc:
+            write_json_atomic(run_dir / DIVERGED_FILE, {"message": str(exc), "step": exc.step})
+            return "diverged"
     return "resumed" if resume else "trained"
 
 
