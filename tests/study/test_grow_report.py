@@ -91,3 +91,18 @@ def test_an_unchosen_rates_test_metric_never_reaches_the_tables(tmp_path):
     write_report(tmp_path)
     text = (tmp_path / "results.md").read_text(encoding="utf-8") + (tmp_path / "results.csv").read_text("utf-8")
     assert "9.0" not in text.replace("9.0,", "")  # lm's unchosen test values (9.0 bits per byte) appear nowhere
+
+
+def test_a_rate_chosen_at_the_grids_edge_is_marked_and_an_inner_one_is_not():
+    from layerscale.study.grow_report import _rates_section
+
+    inner = "\n".join(_rates_section(_analysis(), "##"))
+    assert "| 0.001 | — |" in inner and "0.001 (grid edge)" not in inner
+    edge_runs = [dict(r, val=(95.0 if r["lr"] == 3e-3 else 80.0) if r["source"] == "fashion" else r["val"])
+                 for r in _runs()]
+    runs = typed_runs([{k: "" if r.get(k) is None else str(r[k]) for k in RUN_FIELDS} for r in edge_runs])
+    analysis = GrowAnalysis([{k: str(v) for k, v in _source(key, cls).items()}
+                             for key, cls in (("fashion", True), ("lm", False))], runs)
+    rows = [line for line in _rates_section(analysis, "##") if line.startswith("| fashion |")]
+    assert len(rows) == 4 and all("| 0.003 (grid edge) | — |" in line for line in rows)
+    assert all("(grid edge)" not in line for line in _rates_section(analysis, "##") if line.startswith("| lm |"))

@@ -83,7 +83,9 @@ def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
         level, "Rate choice",
         "Mean validation score at the end of each rate's seeds (accuracy % / bits per byte); the chosen "
         "rate is the best mean, or among the rates within one standard error of it (paired by seed) the "
-        "one nearest 1e-3 (`layerscale.study.tuning.choose_rate`). A diverged run scores worst.",
+        "one nearest 1e-3 (`layerscale.study.tuning.choose_rate`). A diverged run scores worst. \"(grid "
+        "edge)\" marks a chosen rate that is the grid's smallest or largest: a better rate may lie beyond it "
+        "(the grid is the design's, fixed before the runs, and is not extended).",
         ["source", "arm", "validation per rate", "chosen", "tied"])
     for s in analysis.sources:
         key, metric = s["source"], analysis.metric[s["source"]]
@@ -101,8 +103,10 @@ def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
                 parts.append(f"{lr:g}: {text}")
             choice = analysis.choice.get((key, arm))
             tied = "—" if choice is None or not choice.is_tie else ", ".join(f"{lr:g}" for lr in choice.tied)
-            lines.append(f"| {key} | {ARM_NAMES[arm]} | {'; '.join(parts)} | "
-                         f"{'—' if choice is None else f'{choice.lr:g}'} | {tied} |")
+            grid = sorted({r["lr"] for r in rows})
+            chosen = "—" if choice is None else f"{choice.lr:g}" + (
+                " (grid edge)" if choice.lr in (grid[0], grid[-1]) else "")
+            lines.append(f"| {key} | {ARM_NAMES[arm]} | {'; '.join(parts)} | {chosen} | {tied} |")
     return lines + [""]
 
 
