@@ -155,28 +155,15 @@ def _write_json(path: Path, payload) -> None:
 # --- sources ----------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _locked(path: Path):
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def _claimed(path: Path):
-    """Whether this process holds ``path``'s lock for the block (``flock``, without waiting): ``False`` while
-    another live process holds it. The kernel releases it when its holder dies."""
+def _locked(path: Path, wait: bool = True):
+    """Hold ``path``'s ``flock`` for the block, yielding ``True``; without ``wait``, yield ``False`` at once (and
+    hold nothing) while another live process holds it. The kernel releases it when its holder dies."""
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             yield False
             return
@@ -282,13 +269,13 @@ def train_unit(design: Design, unit: dict) -> None:
     """One run of an arm (:func:`layerscale.study.retrain.train_or_resume`): a finished or diverged run is kept, an
     unfinished one resumes from its latest checkpoint when it has one for the same config, and is trained again from
     its start otherwise."""
-    from layerscale.study.retrain import DIVERGED_FILE, committed_config, is_finished, train_or_resume
+    from layerscale.study.retrain import committed_config, has_ended, outcome_text, train_or_resume
     from layerscale.train.run_lock import RunDirectoryInUse
 
     source = next(s for s in design.sources if s["key"] == unit["source"])
     folder = design.folder(source["key"])
     run_dir = folder / run_name(unit["arm"], unit["lr"], unit["seed"])
-    if is_finished(run_dir) or (run_dir / DIVERGED_FILE).is_file():
+    if has_ended(run_dir):
         return  # before ensure_source: a kept run needs no source
     record = ensure_source(design, source)
     raw = arm_config(committed_config(design.study(source), source["run_id"]), unit["arm"], unit["lr"],
@@ -299,9 +286,9 @@ def train_unit(design: Design, unit: dict) -> None:
         outcome = train_or_resume(run_dir, raw)
     except RunDirectoryInUse:
         return  # another live process trains it
-    said = "diverged" if outcome == "diverged" else \
-        f"{'resumed and ' if outcome == 'resumed' else ''}trained ({time.time() - started:.0f} s)"
-    print(f"{source['key']}/{run_dir.name}: {said}", flush=True)
+    said = outcome_text(outcome, time.time() - started)
+    if said is not None:
+        print(f"{source['key']}/{run_dir.name}: {said}", flush=True)
 
 
 # --- rate choice and effective depth -----------------------------------------------------------------------------------
@@ -351,7 +338,7 @@ def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
     path = design.folder(key) / "depth" / f"{name}.json"
     if path.is_file():
         return
-    with _claimed(path.with_suffix(".lock")) as mine:
+    with _locked(path.with_suffix(".lock"), wait=False) as mine:
         if not mine or path.is_file():
             return  # another live process analyses it, or did while this one looked
         torch.set_num_threads(1)

@@ -440,7 +440,7 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
     """One held-out run (:func:`layerscale.study.retrain.train_or_resume`): a finished or diverged run is kept, an
     unfinished one resumes from its latest checkpoint when its recorded config is ``raw`` (bitwise the uninterrupted
     run) and is trained again from its start otherwise."""
-    from layerscale.study.retrain import train_or_resume
+    from layerscale.study.retrain import outcome_text, train_or_resume
     from layerscale.train.run_lock import RunDirectoryInUse
 
     run_dir = design.run_dir(method, check["rates"][method], seed)
@@ -449,9 +449,8 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
         outcome = train_or_resume(run_dir, raw)
     except RunDirectoryInUse:
         return  # another live process trains it
-    if outcome != "kept":
-        said = "diverged" if outcome == "diverged" else \
-            f"{'resumed and ' if outcome == 'resumed' else ''}trained ({time.time() - started:.0f} s)"
+    said = outcome_text(outcome, time.time() - started)
+    if said is not None:
         print(f"{run_dir.name}: {said}", flush=True)
 
 

@@ -285,5 +285,5 @@ def test_an_analysis_another_live_process_holds_is_left_to_it(tmp_path, monkeypa
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         grow_evidence.analyse(design, "fashion", "source", tmp_path / "nowhere")
     assert not (lock.parent / "source.json").exists()
-    with grow_evidence._claimed(lock) as mine:  # released: the next process may take it
+    with grow_evidence._locked(lock, wait=False) as mine:  # released: the next process may take it
         assert mine

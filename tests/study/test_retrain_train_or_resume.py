@@ -74,3 +74,10 @@ def test_a_run_another_live_process_trains_is_refused_and_left_untouched(tmp_pat
         with pytest.raises(RunDirectoryInUse, match="in use by"):
             train_or_resume(run_dir, CONFIG)
     assert (run_dir / "metrics.jsonl").read_text() == '{"step": 1}\n'
+
+
+def test_each_outcome_reads_as_one_progress_line_and_a_kept_run_as_none():
+    from layerscale.study.retrain import outcome_text
+
+    assert [outcome_text(o, 12.4) for o in ("kept", "trained", "resumed", "diverged")] == [
+        None, "trained (12 s)", "resumed and trained (12 s)", "diverged"]

@@ -93,8 +93,8 @@ def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
             rows = [r for r in analysis.runs if r["source"] == key and r["arm"] == arm]
             if not rows:
                 continue
-            parts = []
-            for lr in sorted({r["lr"] for r in rows}):
+            parts, grid = [], sorted({r["lr"] for r in rows})
+            for lr in grid:
                 scores = [validation_score(r, metric) for r in sorted(rows, key=lambda r: r["seed"]) if r["lr"] == lr]
                 ended = all(r["status"] in ENDED for r in rows if r["lr"] == lr)
                 mean = mean_score(scores)
@@ -103,7 +103,6 @@ def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
                 parts.append(f"{lr:g}: {text}")
             choice = analysis.choice.get((key, arm))
             tied = "—" if choice is None or not choice.is_tie else ", ".join(f"{lr:g}" for lr in choice.tied)
-            grid = sorted({r["lr"] for r in rows})
             chosen = "—" if choice is None else f"{choice.lr:g}" + (
                 " (grid edge)" if choice.lr in (grid[0], grid[-1]) else "")
             lines.append(f"| {key} | {ARM_NAMES[arm]} | {'; '.join(parts)} | {chosen} | {tied} |")

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 __all__ = ["committed_config", "committed_metric", "retrain_run", "retrained_metric", "is_finished", "resumable",
-           "train_or_resume", "training_seconds", "run_outcome", "DIVERGED_FILE"]
+           "has_ended", "train_or_resume", "outcome_text", "training_seconds", "run_outcome", "DIVERGED_FILE"]
 
 DIVERGED_FILE = "diverged.json"  # an evidence run that stopped on a non-finite step: {"message", "step"}
 
@@ -52,6 +52,11 @@ def committed_metric(study_dir: str | os.PathLike, run_id: str) -> float | None:
 def is_finished(run_dir: str | os.PathLike) -> bool:
     """Whether ``run_dir`` holds a run that ended (its ``summary.json`` is written last, at the end)."""
     return (Path(run_dir) / "summary.json").is_file()
+
+
+def has_ended(run_dir: str | os.PathLike) -> bool:
+    """Whether the evidence run in ``run_dir`` is over: finished (``summary.json``) or diverged (``diverged.json``)."""
+    return is_finished(run_dir) or (Path(run_dir) / DIVERGED_FILE).is_file()
 
 
 def resumable(run_dir: str | os.PathLike, raw: dict) -> bool:
@@ -95,14 +100,8 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
     from ..train.runner import run as train_run
 
     run_dir = Path(run_dir)
-
-    def ended() -> bool:
-        return is_finished(run_dir) or (run_dir / DIVERGED_FILE).is_file()
-
-    if ended():
-        return "kept"
     with hold_run_dir(run_dir):
-        if ended():  # it ended in another process between the look and the lock
+        if has_ended(run_dir):
             return "kept"
         resume = resumable(run_dir, raw)
         if not resume:
@@ -118,6 +117,16 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
             write_json_atomic(run_dir / DIVERGED_FILE, {"message": str(exc), "step": exc.step})
             return "diverged"
     return "resumed" if resume else "trained"
+
+
+def outcome_text(outcome: str, seconds: float) -> str | None:
+    """The progress line's end for a :func:`train_or_resume` outcome that took ``seconds`` (``None`` for
+    ``"kept"``: nothing was done)."""
+    if outcome == "kept":
+        return None
+    if outcome == "diverged":
+        return "diverged"
+    return f"{'resumed and ' if outcome == 'resumed' else ''}trained ({seconds:.0f} s)"
 
 
 def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLike, *, threads: int = 1,
