@@ -58,6 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
 
 from layerscale.study.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
+from layerscale.train.config_file import dotted_items  # noqa: E402
 
 SEEDS = (0, 1, 2)
 BUDGET_RULES = ("steps", "epochs")
@@ -268,19 +269,9 @@ def study_runs(design: Design, rates: dict) -> tuple[dict, int | None]:
 
 # --- the held-out configs --------------------------------------------------------------------------------------------
 
-def _flat(tree: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def changed_keys(before: dict, after: dict, skip: tuple = ("run.out_dir",)) -> list[dict]:
     """``{"key", "study", "heldout"}`` for every key whose value differs (sorted; ``skip`` left out)."""
-    b, a = _flat(before), _flat(after)
+    b, a = dotted_items(before), dotted_items(after)
     return [{"key": k, "study": b.get(k), "heldout": a.get(k)} for k in sorted(set(a) | set(b))
             if k not in skip and b.get(k, "<absent>") != a.get(k, "<absent>")]
 
@@ -378,7 +369,7 @@ def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
     choice = study_choice(design)
     studied, budget = study_runs(design, choice["rates"])
     first = studied[(design.reference, design.seeds[0])]
-    if all(_flat(first).get(k, "<absent>") == v for k, v in design.data.items()):
+    if all(dotted_items(first).get(k, "<absent>") == v for k, v in design.data.items()):
         raise Refusal(f"the design's data keys {design.data} are the study's own: nothing would be held out")
     if design.budget == "steps" and budget is None:
         raise Refusal(f"{shown_path(design.study)}: no run of the cell records its planned steps (summary.json or "

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from config_helpers import flat_keys
+from layerscale.train.config_file import dotted_items
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -37,7 +37,7 @@ LM_LIKE = {
 
 
 def _changes(before: dict, after: dict) -> dict:
-    b, a = flat_keys(before), flat_keys(after)
+    b, a = dotted_items(before), dotted_items(after)
     assert set(a) >= set(b)
     return {k: a[k] for k in a if b.get(k, "<absent>") != a[k]}
 
@@ -62,10 +62,10 @@ def test_each_arm_changes_exactly_the_designs_keys(source, steps, expected, lr, 
         raw = grow_evidence.arm_config(source, arm, lr, seed, source_steps=steps, source_dir="SRC",
                                        grown_dir="GROWN", out="OUT")
         wanted = {**changes, "optim.lr": lr, "run.seed": seed, "run.out_dir": "OUT", "run.patience": 0}
-        flat = flat_keys(raw)
+        flat = dotted_items(raw)
         assert {k: flat[k] for k in wanted} == wanted, arm  # every key the design sets has its value
         # and nothing else changed (a key already at its value is no change: the LM's 1200 steps, warmup 60)
-        assert _changes(source, raw) == {k: v for k, v in wanted.items() if flat_keys(source).get(k, "<absent>") != v}
+        assert _changes(source, raw) == {k: v for k, v in wanted.items() if dotted_items(source).get(k, "<absent>") != v}
     assert source["optim"]["lr"] == 0.001 and source["model"]["depth"] in (12, 24)  # the source is not edited
 
 

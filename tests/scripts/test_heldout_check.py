@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from config_helpers import flat_keys
+from layerscale.train.config_file import dotted_items
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -110,7 +110,7 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _differences(before: dict, after: dict) -> dict:
-    b, a = flat_keys(before), flat_keys(after)
+    b, a = dotted_items(before), dotted_items(after)
     assert set(a) == set(b)
     return {k: (b[k], a[k]) for k in a if b[k] != a[k]}
 

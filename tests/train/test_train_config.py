@@ -5,7 +5,7 @@ from train_helpers import REPO, tiny_config
 
 from layerscale.train import TrainConfig
 from layerscale.train.config import iter_fields
-from layerscale.train.config_file import apply_overrides, dump_config, load_config_file, parse_scalar
+from layerscale.train.config_file import apply_overrides, dotted_items, dump_config, load_config_file, parse_scalar
 
 CONFIG_FILES = sorted((REPO / "src" / "layerscale" / "configs").glob("*.y*ml"))
 
@@ -53,6 +53,16 @@ def test_dotted_overrides_reach_model_and_sections():
     raw = apply_overrides(tiny_config(), ["model.depth=4", "optim.lr=1e-4", "run.tensorboard=false"])
     config = TrainConfig.from_dict(raw)
     assert config.model.options["depth"] == 4 and config.optim.lr == 1e-4 and config.run.tensorboard is False
+
+
+def test_dotted_items_is_the_inverse_of_the_overrides():
+    raw = tiny_config()
+    raw["model"]["extra"] = {"inner": [1, 2]}
+    flat = dotted_items(raw)
+    assert flat["model.extra.inner"] == [1, 2] and flat["optim.lr"] == raw["optim"]["lr"]
+    assert all(isinstance(v, (list, str, int, float, bool, type(None))) for v in flat.values())
+    rebuilt = apply_overrides({}, [f"{k}={json.dumps(v)}" for k, v in flat.items() if not isinstance(v, list)])
+    assert dotted_items(rebuilt) == {k: v for k, v in flat.items() if not isinstance(v, list)}
 
 
 @pytest.mark.parametrize("override", ["model.depth", "depth=4", ".x=1", "model..depth=1"])

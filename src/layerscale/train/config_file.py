@@ -17,7 +17,7 @@ from ..messages import shown_name
 from ..paths import describe_non_file
 from .config_tree import MAX_DEPTH, check_config_tree
 
-__all__ = ["apply_overrides", "dump_config", "load_config_file", "parse_scalar"]
+__all__ = ["apply_overrides", "dotted_items", "dump_config", "load_config_file", "parse_scalar"]
 
 _EXTRA_HINT = "pip install 'torch-layerscale[train]'"
 
@@ -153,6 +153,18 @@ def apply_overrides(config: dict[str, Any], overrides: list[str] | tuple[str, ..
                 raise ValueError(f"--set {item!r}: {part!r} is not a section")
             node = child
         node[parts[-1]] = parse_scalar(value)
+    return out
+
+
+def dotted_items(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``tree`` as one level of dotted keys, the inverse of :func:`apply_overrides`' paths:
+    ``{"optim": {"lr": 1e-3}}`` → ``{"optim.lr": 1e-3}``. A non-mapping value (a list included) is a leaf."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(dotted_items(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
     return out
 
 
