@@ -12,14 +12,13 @@ the folded model's logits equal the unfolded model's to 1e-5 before timing.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import statistics
 import time
 
 import torch
 
-from common import print_table
+from common import model_timing_parser, print_table
 
 from layerscale import create_model
 from layerscale.surgery import fold_layerscale
@@ -40,12 +39,7 @@ def forward_fn(model: torch.nn.Module, x: torch.Tensor):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--depth", type=int, default=12)
-    parser.add_argument("--width", type=int, default=192)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser = model_timing_parser(__doc__.splitlines()[0], threads=1, depth=12, width=192, batch=64, rounds=30)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     plain, unfolded = build("prenorm", args), build("layerscale", args)

@@ -6,12 +6,11 @@ Prints the median step time of each and the ratio layerscale / prenorm (target â
 
 from __future__ import annotations
 
-import argparse
 
 import torch
 import torch.nn.functional as F
 
-from common import interleaved_medians, print_table
+from common import interleaved_medians, model_timing_parser, print_table
 
 from layerscale import create_model, param_groups
 
@@ -34,12 +33,7 @@ def make_step(residual: str, args):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--depth", type=int, default=12)
-    parser.add_argument("--width", type=int, default=192)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser = model_timing_parser(__doc__.splitlines()[0], threads=2, depth=12, width=192, batch=64, rounds=30)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     medians = interleaved_medians({"prenorm": make_step("prenorm", args),

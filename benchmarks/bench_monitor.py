@@ -17,12 +17,11 @@ interval), printed for ``k = every`` and a few others.
 
 from __future__ import annotations
 
-import argparse
 
 import torch
 import torch.nn.functional as F
 
-from common import interleaved_medians, print_table
+from common import interleaved_medians, model_timing_parser, print_table
 
 from layerscale import create_model, param_groups
 from layerscale.diagnostics import LayerScaleMonitor
@@ -59,13 +58,7 @@ def make_step(args, monitor_mode: str | None):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1,
-                        help="intra-op threads (default 1: on a shared machine more threads only add noise)")
-    parser.add_argument("--depth", type=int, default=12)
-    parser.add_argument("--width", type=int, default=192)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser = model_timing_parser(__doc__.splitlines()[0], threads=1, depth=12, width=192, batch=64, rounds=20)
     parser.add_argument("--every", type=int, default=50, help="the interval to report (default: 50, the default)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

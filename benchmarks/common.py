@@ -6,9 +6,24 @@ round so that a noisy, shared machine slows them alike; it reports medians and r
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from typing import Callable
+
+
+def model_timing_parser(description: str, *, threads: int, depth: int, width: int, batch: int,
+                        rounds: int) -> argparse.ArgumentParser:
+    """The options every model-timing benchmark takes (``--threads --depth --width --batch --rounds``), with that
+    benchmark's defaults; a benchmark adds its own options to the parser it gets back."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--threads", type=int, default=threads,
+                        help=f"intra-op threads (default {threads}; on a shared machine more threads add noise)")
+    parser.add_argument("--depth", type=int, default=depth)
+    parser.add_argument("--width", type=int, default=width)
+    parser.add_argument("--batch", type=int, default=batch)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser
 
 
 def interleaved_medians(candidates: dict[str, Callable[[], object]], rounds: int, warmup: int = 2,
