@@ -353,6 +353,38 @@ def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
     print(f"{key}/{name}: effective depth {depth} [{low:g}, {high:g}]", flush=True)
 
 
+def trained_elsewhere(design: Design) -> bool:
+    """Whether another live process holds the folder of a run that has not ended (it is training it)."""
+    from layerscale.study.retrain import has_ended
+    from layerscale.train.run_lock import RunDirectoryInUse, hold_run_dir
+
+    for unit in units(design):
+        run_dir = design.folder(unit["source"]) / run_name(unit["arm"], unit["lr"], unit["seed"])
+        if run_dir.is_dir() and not has_ended(run_dir):
+            try:
+                with hold_run_dir(run_dir):
+                    pass
+            except RunDirectoryInUse:
+                return True
+    return False
+
+
+def analyse_all(design: Design, wait_s: float = 30.0) -> None:
+    """Every effective depth there is to compute, shared with other processes (one lock per analysis): a model
+    becomes analysable once all runs of its arm have ended, so while another process still trains one, this one
+    waits (``wait_s`` between looks) and takes what that run makes analysable; it returns when nothing is left."""
+    looked: set[tuple[str, str]] = set()
+    while True:
+        fresh = [unit for unit in depth_units(design) if unit[:2] not in looked]
+        for key, name, run_dir in fresh:
+            looked.add((key, name))
+            analyse(design, key, name, run_dir)
+        if not fresh:
+            if not trained_elsewhere(design):
+                return
+            time.sleep(wait_s)
+
+
 # --- collect ------------------------------------------------------------------------------------------------------------
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
@@ -486,8 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         ensure_source(design, source)
     for unit in units(design)[index::count]:
         train_unit(design, unit)
-    for key, name, run_dir in depth_units(design)[index::count]:
-        analyse(design, key, name, run_dir)
+    analyse_all(design)
     return 0
 
 

@@ -111,8 +111,8 @@ def pipeline(tmp_path_factory):
     root = tmp_path_factory.mktemp("grow")
     design = _tiny_study(root)
     assert grow_evidence.main(["--design", str(design), "--shard", "1/2"]) == 0  # half the runs; the source
-    assert grow_evidence.main(["--design", str(design), "--shard", "0/2"]) == 0  # the rest
-    assert grow_evidence.main(["--design", str(design), "--shard", "1/2"]) == 0  # its share of the analyses
+    assert grow_evidence.main(["--design", str(design), "--shard", "0/2"]) == 0  # the rest, then every analysis
+    assert grow_evidence.main(["--design", str(design), "--shard", "1/2"]) == 0  # nothing left to do
     assert grow_evidence.main(["--design", str(design), "--collect"]) == 0
     return root, design, root / "out"
 
@@ -287,3 +287,32 @@ def test_an_analysis_another_live_process_holds_is_left_to_it(tmp_path, monkeypa
     assert not (lock.parent / "source.json").exists()
     with grow_evidence._locked(lock, wait=False) as mine:  # released: the next process may take it
         assert mine
+
+
+def test_a_run_another_live_process_trains_is_waited_for_and_nothing_else(tmp_path):
+    import fcntl
+
+    design = grow_evidence.Design(out=tmp_path)
+    unit = grow_evidence.units(design)[0]
+    run_dir = design.folder(unit["source"]) / grow_evidence.run_name(unit["arm"], unit["lr"], unit["seed"])
+    run_dir.mkdir(parents=True)
+    assert not grow_evidence.trained_elsewhere(design)  # an unfinished run nobody holds: left to a later pass
+    with open(run_dir / ".lock", "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert grow_evidence.trained_elsewhere(design)
+    assert not grow_evidence.trained_elsewhere(design)
+
+
+def test_the_analyses_wait_for_what_another_process_still_trains(tmp_path, monkeypatch):
+    design = grow_evidence.Design(out=tmp_path)
+    model = ("fashion", "b-lr0.001-s0", tmp_path / "run")
+    # The other process trains the arm's last run for two looks; then the arm's models become analysable.
+    looks = iter([[], [], [model], [model]])
+    training = iter([True, True])
+    done, slept = [], []
+    monkeypatch.setattr(grow_evidence, "depth_units", lambda d: next(looks))
+    monkeypatch.setattr(grow_evidence, "trained_elsewhere", lambda d: next(training, False))
+    monkeypatch.setattr(grow_evidence, "analyse", lambda d, key, name, run_dir: done.append((key, name)))
+    monkeypatch.setattr(grow_evidence.time, "sleep", slept.append)
+    grow_evidence.analyse_all(design, wait_s=7)
+    assert done == [("fashion", "b-lr0.001-s0")] and slept == [7, 7]
