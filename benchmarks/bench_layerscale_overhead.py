@@ -6,7 +6,6 @@ Prints the median step time of each and the ratio layerscale / prenorm (target â
 
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 

@@ -17,7 +17,6 @@ interval), printed for ``k = every`` and a few others.
 
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 

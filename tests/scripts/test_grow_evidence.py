@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from layerscale.train.config_file import dotted_items
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +66,8 @@ def test_each_arm_changes_exactly_the_designs_keys(source, steps, expected, lr, 
         flat = dotted_items(raw)
         assert {k: flat[k] for k in wanted} == wanted, arm  # every key the design sets has its value
         # and nothing else changed (a key already at its value is no change: the LM's 1200 steps, warmup 60)
-        assert _changes(source, raw) == {k: v for k, v in wanted.items() if dotted_items(source).get(k, "<absent>") != v}
+        before = dotted_items(source)
+        assert _changes(source, raw) == {k: v for k, v in wanted.items() if before.get(k, "<absent>") != v}
     assert source["optim"]["lr"] == 0.001 and source["model"]["depth"] in (12, 24)  # the source is not edited
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from layerscale.train.config_file import dotted_items
 
 REPO = Path(__file__).resolve().parents[2]
