@@ -187,8 +187,11 @@ def collect() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from layerscale.study.executors.cli_args import shard
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shard", default="0/1", help="I/N: process every N-th model from the I-th (default 0/1)")
+    parser.add_argument("--shard", type=shard, default="0/1",
+                        help="I/N: process every N-th model from the I-th (default 0/1)")
     parser.add_argument("--collect", action="store_true", help="gather finished models into the CSVs, then report")
     parser.add_argument("--report-only", action="store_true", help="results.md from the committed CSVs")
     args = parser.parse_args(argv)
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         collect()
         write_report(OUT)
         return 0
-    index, count = (int(part) for part in args.shard.split("/"))
+    index, count = args.shard
     models = design_models()
     # the pruned models carry most of the work: deal them out first so the shards stay even
     models.sort(key=lambda m: (m["method"] not in PRUNED_METHODS, m["seed"], m["method"]))

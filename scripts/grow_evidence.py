@@ -488,10 +488,13 @@ def progress(design: Design) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from layerscale.study.executors.cli_args import shard
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=estimate(Design()), formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th run from the I-th (default 0/1), "
-                                                       "then that share of the effective-depth analyses")
+    parser.add_argument("--shard", type=shard, default="0/1",
+                        help="I/N: train every N-th run from the I-th (default 0/1), then that share of the "
+                             "effective-depth analyses")
     parser.add_argument("--collect", action="store_true", help="gather the records into the CSVs, then report")
     parser.add_argument("--report-only", action="store_true", help="results.csv and results.md from the CSVs")
     parser.add_argument("--estimate", action="store_true", help="list the runs per source and arm")
@@ -511,9 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         collect(design)
         write_report(design.out)
         return 0
-    index, count = (int(part) for part in args.shard.split("/"))
-    if not 0 <= index < count:
-        parser.error(f"--shard {args.shard}: expected I/N with 0 <= I < N")
+    index, count = args.shard
     for source in design.sources[index::count]:  # the sources first, one shard each where there are enough
         ensure_source(design, source)
     for unit in units(design)[index::count]:

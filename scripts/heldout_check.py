@@ -57,6 +57,7 @@ from pathlib import Path, PurePosixPath
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
 
+from layerscale.study.executors.cli_args import shard  # noqa: E402
 from layerscale.study.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
 from layerscale.train.config_file import dotted_items  # noqa: E402
 
@@ -514,7 +515,7 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--study", choices=sorted(DESIGNS), help="the redone study whose primary verdict to check")
-    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th held-out run from the I-th")
+    parser.add_argument("--shard", type=shard, default="0/1", help="I/N: train every N-th held-out run from the I-th")
     parser.add_argument("--collect", action="store_true", help="runs.csv from the run folders, then the report")
     parser.add_argument("--report-only", action="store_true", help="results.csv and results.md from the records")
     parser.add_argument("--estimate", action="store_true", help="list the runs and their time; train nothing")
@@ -522,12 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.study is None) == (args.design is None):
         parser.error("give --study NAME (one of " + ", ".join(sorted(DESIGNS)) + ")")
-    try:
-        index, count = (int(part) for part in args.shard.split("/"))
-        if not 0 <= index < count:
-            raise ValueError
-    except ValueError:
-        parser.error(f"--shard {args.shard}: expected I/N with 0 <= I < N")
+    index, count = args.shard
     try:
         design = Design.from_file(args.design) if args.design else Design.named(args.study)
         if args.estimate:

@@ -159,7 +159,7 @@ def test_an_unchosen_cell_is_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:  # a bad argument: one line, status 2
         heldout_check.main(["--design", str(design), "--shard", "2/2"])
     assert exited.value.code == 2 and capsys.readouterr().err == (
-        "heldout_check: error: --shard 2/2: expected I/N with 0 <= I < N\n")
+        "heldout_check: error: argument --shard: '2/2': expected I/N with 0 <= I < N, e.g. 0/2\n")
 
 
 def test_the_studys_own_data_is_refused(tmp_path, capsys):

@@ -2,6 +2,7 @@
 instance give the local pool's final weights, a run stopped under each resumes from its checkpoint, a failed run
 is reported with its log, and ``--dry-run`` writes nothing."""
 
+import argparse
 import copy
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from layerscale.study.executors import ExecutorOptions, parse_slurm_time, resolve_options
+from layerscale.study.executors.cli_args import shard
 from layerscale.study.grid import SPEC_FILE, StudySpec
 from study_helpers import TINY_BASE
 
@@ -172,6 +174,22 @@ def test_slurm_time_limits_in_minutes(text, minutes):
 def test_bad_executor_options_are_one_clear_error(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         ExecutorOptions(**options)
+
+
+@pytest.mark.parametrize("text, pair", [("0/1", (0, 1)), ("1/2", (1, 2)), ("3/4", (3, 4))])
+def test_a_shard_is_its_index_and_count(text, pair):
+    assert shard(text) == pair
+
+
+@pytest.mark.parametrize("text", ["2/2", "-1/2", "0/0", "1", "a/b", "0/1/2", ""])
+def test_a_bad_shard_is_one_clear_error_and_exit_status_2(text, capsys):
+    parser = argparse.ArgumentParser(prog="prog")
+    parser.add_argument("--shard", type=shard)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args([f"--shard={text}"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"prog: error: argument --shard: {text!r}: expected I/N with 0 <= I < N, e.g. 0/2")
 
 
 def test_executor_options_are_saved_reused_and_not_part_of_the_design(tmp_path):

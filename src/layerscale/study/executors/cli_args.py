@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .options import ENGINES, ExecutorOptions, resolve_options
 
-__all__ = ["add_executor_arguments", "executor_options", "dry_run"]
+__all__ = ["add_executor_arguments", "executor_options", "dry_run", "shard"]
 
 
 def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,3 +55,15 @@ def dry_run(spec, study_dir: Path, options: ExecutorOptions, jobs: int | None, t
     plan = plan_study(spec, Path(study_dir))
     return describe_plan(spec, Path(study_dir), plan.total_steps, plan.data_description, options, jobs=jobs,
                          threads=threads)
+
+
+def shard(text: str) -> tuple[int, int]:
+    """An argparse ``type`` for ``--shard I/N``: the pair (I, N), 0 <= I < N; a process with shard I/N takes every
+    N-th item of a work list from the I-th (``items[I::N]``), so N processes split the list without talking."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        index, count = -1, 0
+    if not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N with 0 <= I < N, e.g. 0/2")
+    return index, count
