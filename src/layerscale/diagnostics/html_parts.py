@@ -21,7 +21,21 @@ img { max-width: 100%; height: auto; display: block; margin: 0.6em 0; border: 1p
 
 
 def figure_png_bytes(figure, dpi: int) -> bytes:
-    """``figure`` (a matplotlib ``Figure``) rendered as PNG at ``dpi`` dots per inch, in memory."""
+    """``figure`` (a matplotlib ``Figure``) rendered as PNG at ``dpi`` dots per inch, in memory, with a palette of
+    at most 256 colours chosen by median cut (Pillow, which matplotlib already depends on); a figure with any
+    transparent pixel keeps its full-colour PNG.
+
+    A plot of a few line colours on white, with anti-aliased edges, needs no more: the palette PNG of a study
+    report's figures is about a third of the full-colour one and its pixels move by 0.1 of 255 levels on average
+    (benchmarks/README.md, "Report figures"), which keeps a committed study's report.html light."""
+    from PIL import Image
+
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
+    with Image.open(buffer) as image:
+        if image.mode == "RGBA" and image.getchannel("A").getextrema()[0] < 255:
+            return buffer.getvalue()
+        palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    return out.getvalue()

@@ -280,7 +280,9 @@ def figure_depth_curves(depth: int, runs: dict[str, list[tuple[int, RunData | No
                     steps, values = _series(run.train if split == "train" else run.eval, key, scale)
                     if not steps:
                         continue
-                    style = dict(ls="-", lw=1.3) if split == "train" else dict(ls="--", lw=1.3, marker="o", ms=3)
+                    # validation above every seed's noisy training curve, or the training curves hide it
+                    style = (dict(ls="-", lw=1.3) if split == "train"
+                             else dict(ls="--", lw=1.3, marker="o", ms=4, mec="white", mew=0.6, zorder=3))
                     ax.plot(steps, values, color=color, **style)
                     tops[col].extend(values)
                 if status == "diverged":
