@@ -418,6 +418,26 @@ def test_cells_still_at_the_edge_of_the_rates_they_tried_are_named():
     one_rate = StudySpec(("prenorm",), (2,), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=(1e-3,))
     assert grid_edge_sentence(one_rate, tuning) is None
 
+
+@pytest.mark.parametrize("families, expected", [
+    (("primary", "primary", "exploratory"), "tests 3 comparisons. At 95 % each one alone calls a difference about 1 "
+     "time in 20 when there is none, so among 3 equal pairs about 0.2 would be called by chance. Verdicts are "
+     "therefore adjusted: the 2 comparison(s) of the primary family, fixed in the design before the runs, by Holm "
+     "(1979; the chance of any false verdict among them is at most 5 %), and the other 1 by Benjamini"),
+    (("exploratory",), "tests 1 comparison. At 95 % each one alone calls a difference about 1 time in 20 when there "
+     "is none, so among 1 equal pair about 0.1 would be called by chance. Verdicts are therefore adjusted: none of "
+     "the primary family (fixed in the design before the runs) has a p-value yet; the 1 by Benjamini"),
+])
+def test_the_multiplicity_sentence_counts_what_has_a_p_value(families, expected):
+    from types import SimpleNamespace
+
+    from layerscale.study.summary import multiplicity_sentence
+
+    compared = [SimpleNamespace(p_raw=0.01, family=f) for f in families]
+    waiting = SimpleNamespace(p_raw=None, family="primary")  # fewer than 3 seeds: not counted
+    assert multiplicity_sentence(compared[:1] + [waiting], compared[1:]).startswith("This study " + expected)
+
+
 def test_markdown_of_a_study_with_edge_choices_says_so(tmp_path):
     *_, markdown = make_study(tmp_path, lrs=(1e-4, 1e-3))
     section = markdown.split("## Learning-rate choice")[1].split("\n## ")[0]

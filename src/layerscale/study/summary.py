@@ -103,14 +103,16 @@ def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], de
         return ("No comparison has a p-value yet (each needs 3 seeds or more with some spread), so no verdict is "
                 "called and nothing is adjusted. With more seeds, verdicts are adjusted for multiple comparisons: "
                 "Holm (1979) within the primary family, Benjamini & Hochberg (1995) for the rest.")
-    return (f"This study tests {len(compared)} comparisons. At 95 % each one alone calls a difference about 1 time in "
-            f"20 when there is none, so among {len(compared)} equal pairs about {0.05 * len(compared):.1f} would be "
-            f"called by chance. Verdicts are therefore adjusted: the {primary} comparison(s) of the primary family, "
-            + ("fixed in the design before the runs" if declared else "the default family, applied after the runs")
-            + f", by Holm (1979; the chance of any false verdict among them is at "
-            f"most 5 %), and the other {rest} by Benjamini & Hochberg (1995; at most 5 % of their verdicts "
-            "expected false). Intervals are not adjusted: an interval that excludes 0 with an adjusted p ≥ 0.05 is "
-            "reported as within noise.")
+    family = ("fixed in the design before the runs" if declared else "the default family, applied after the runs")
+    holm = (f"the {primary} comparison(s) of the primary family, {family}, by Holm (1979; the chance of any false "
+            f"verdict among them is at most 5 %), and the other {rest}" if primary else
+            f"none of the primary family ({family}) has a p-value yet; the {rest}")
+    return (f"This study tests {len(compared)} comparison{'s' if len(compared) != 1 else ''}. At 95 % each one alone "
+            f"calls a difference about 1 time in 20 when there is none, so among {len(compared)} equal "
+            f"pair{'s' if len(compared) != 1 else ''} about "
+            f"{0.05 * len(compared):.1f} would be called by chance. Verdicts are therefore adjusted: {holm} by "
+            "Benjamini & Hochberg (1995; at most 5 % of their verdicts expected false). Intervals are not adjusted: "
+            "an interval that excludes 0 with an adjusted p ≥ 0.05 is reported as within noise.")
 
 
 def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Contrast], metric: Metric) -> list[str]:
@@ -312,7 +314,8 @@ def plain_paragraph(spec: StudySpec, cells: list[CellResult], metric: Metric) ->
                      f"{12.7 if seeds == 2 else 'infinity'}): the tables show each seed's value and make no claim; a "
                      "published comparison needs at least 3 seeds.")
     if compared:
-        parts.append(f"Of {len(compared)} comparisons against {spec.reference_method} in the tuned table (one per "
+        parts.append(f"Of {len(compared)} comparison{'s' if len(compared) != 1 else ''} against "
+                     f"{spec.reference_method} in the tuned table (one per "
                      f"method and depth), {counts['better']} {'is' if counts['better'] == 1 else 'are'} better beyond "
                      f"noise, {counts['worse']} worse beyond noise and {counts['within noise']} within noise after "
                      "adjusting for multiple comparisons"
