@@ -1,0 +1,37 @@
+"""Every committed study rebuilds from what is committed: ``layerscale study --report-only`` on a copy of its folder
+(the packed ``runs.tar.xz``, ``study.json``, ``tuning.json``; no run folders) writes results.md, results.csv and
+runs.csv byte-identical to the committed ones (issue 26). A change to the code that writes them fails here until
+the studies' tables are regenerated."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from layerscale.cli import main
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+STUDIES = sorted(p.parent.name for p in RESULTS.glob("*/runs.tar.xz") if (p.parent / "study.json").is_file())
+TABLES = ("results.md", "results.csv", "runs.csv")
+INPUTS = ("study.json", "tuning.json", "runs.tar.xz")
+
+
+def test_the_committed_studies_are_found():
+    assert {"depthbench", "fashion", "lm"} <= set(STUDIES)
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_report_only_rebuilds_the_committed_tables_byte_identically(name, tmp_path, capsys):
+    committed = RESULTS / name
+    copy = tmp_path / name
+    copy.mkdir()
+    for file in INPUTS:
+        if (committed / file).is_file():
+            shutil.copy2(committed / file, copy / file)
+    assert main(["study", "--out", str(copy), "--report-only", "--no-report"]) == 0
+    capsys.readouterr()
+    assert not (copy / "runs").exists()  # read from the archive, not unpacked
+    for table in TABLES:
+        assert (copy / table).read_bytes() == (committed / table).read_bytes(), f"{name}/{table} differs"
