@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 EXIT_RUNS_FAILED = 4
+DEFAULT_PRESET = "fashion"
 
 
 def _csv_list(text: str) -> list[str]:
@@ -34,9 +35,10 @@ def _float_list(text: str) -> list[float]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .presets import PRESETS
 
-    parser.add_argument("--preset", default="fashion", choices=sorted(PRESETS),
+    parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="base config and design to start from (default: fashion); every option below "
-                             "overrides it")
+                             "overrides it. Without --preset and without any design option, a --out folder that "
+                             "already holds a study continues the design its study.json records")
     parser.add_argument("--methods", type=_csv_list, help="comma-separated residual methods (see layerscale models)")
     parser.add_argument("--depths", type=_int_list, help="comma-separated block counts, e.g. 12,24,48")
     parser.add_argument("--seeds", type=int, help="reported seeds per cell (seeds 0 .. N-1); >= 3 for a result "
@@ -130,7 +132,7 @@ def build_spec(args: argparse.Namespace):
     from ..train.config_file import apply_overrides
     from .presets import get_preset
 
-    preset = get_preset(args.preset)
+    preset = get_preset(args.preset or DEFAULT_PRESET)
     shortcuts = []
     if args.dataset is not None:
         shortcuts.append(f"data.name={args.dataset}")
@@ -171,8 +173,8 @@ def build_spec(args: argparse.Namespace):
 
 _DESIGN_OPTIONS = ("methods", "depths", "seeds", "lrs", "lr", "validation_fraction", "reference", "patience",
                    "min_delta", "target", "min_budget", "halving_rate", "tune_seed", "tuning", "tune_seeds",
-                   "extend_grid", "primary", "bootstrap", "primary_seeds", "shapes", "param_budget", "dataset", "data_path", "epochs",
-                   "steps")
+                   "extend_grid", "primary", "bootstrap", "primary_seeds", "shapes", "param_budget", "dataset",
+                   "data_path", "epochs", "steps")
 
 
 def _design_untouched(args: argparse.Namespace) -> bool:
@@ -180,6 +182,15 @@ def _design_untouched(args: argparse.Namespace) -> bool:
     study as its ``study.json`` records it, whatever preset it was started from)."""
     return (all(getattr(args, name, None) is None for name in _DESIGN_OPTIONS) and not args.overrides
             and not args.no_shared_table)
+
+
+def continues_saved_design(args: argparse.Namespace, study_dir: Path) -> bool:
+    """Whether the command continues the study ``study_dir`` already holds, as its ``study.json`` records it: no
+    ``--preset`` and no design option given, and the folder holds a study. (With any of them the design is the
+    command line's, and a folder holding a different study is refused.)"""
+    from .grid import SPEC_FILE
+
+    return args.preset is None and _design_untouched(args) and (Path(study_dir) / SPEC_FILE).is_file()
 
 
 def saved_spec(study_dir: Path):
@@ -196,8 +207,7 @@ def saved_spec(study_dir: Path):
         raise ValueError(f"--report-only: {path} not found; nothing to report (run the study first, or name its "
                          "folder with --out)") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"--report-only: {path} is not a readable study design ({str(exc).splitlines()[0]})") \
-            from None
+        raise ValueError(f"{path} is not a readable study design ({str(exc).splitlines()[0]})") from None
 
 
 def _shapes(base: dict, methods, depths: list[int], budget: int | None, reference: str):
@@ -226,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .study import run_study
 
-    out = Path(args.out or f"runs/study-{args.preset}")
+    out = Path(args.out or f"runs/study-{args.preset or DEFAULT_PRESET}")
     # -- packed run folders (layerscale.study.archive) ------------------------------------------------------
     from .archive import pack_runs, refuse_packed, unpack_runs
 
@@ -237,7 +247,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.report_only:
         refuse_packed(out, "the dry run" if args.dry_run else "--estimate" if args.estimate else "training")
-    spec = saved_spec(out) if args.report_only and _design_untouched(args) else build_spec(args)
+    if args.report_only and _design_untouched(args):
+        spec = saved_spec(out)
+    elif continues_saved_design(args, out):
+        spec = saved_spec(out)
+        print(f"continuing the study recorded in {out / 'study.json'}", flush=True)
+    else:
+        spec = build_spec(args)
     from .executors.cli_args import dry_run, executor_options
 
     executor = executor_options(args, out)

@@ -326,5 +326,6 @@ class StudySpec:
         current = json.loads(json.dumps(self.to_dict()))
         if saved != current:
             differing = [k for k in current if saved.get(k) != current[k]]
-            raise ValueError(f"{study_dir} holds a study with different {', '.join(differing)}; use another --out "
-                             "or the same arguments to continue it")
+            raise ValueError(f"{study_dir} holds a study with different {', '.join(differing)}; use another --out, "
+                             "or continue it with the same arguments or with none of --preset and the design "
+                             "options (its study.json is then the design)")
