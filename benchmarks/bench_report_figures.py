@@ -26,20 +26,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from common import interleaved_medians, print_table  # noqa: E402
 
-from layerscale.diagnostics.html_parts import figure_png_bytes  # noqa: E402
+from layerscale.diagnostics.html_parts import figure_png_bytes, png_with_palette  # noqa: E402
 
 _EMBEDDED = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
-
-
-def palette_png(full: bytes) -> bytes:
-    """``full`` re-encoded the way ``figure_png_bytes`` encodes a rendered figure."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(full)) as image:
-        palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
-    out = io.BytesIO()
-    palette.save(out, format="PNG", optimize=True)
-    return out.getvalue()
 
 
 def pixel_change(a: bytes, b: bytes) -> tuple[float, float]:
@@ -58,7 +47,7 @@ def report_sizes(path: Path) -> None:
     if not full:
         print(f"{path}: {len(pngs)} figure(s), already palette PNGs: skipped")
         return
-    sizes = [(len(p), len(palette_png(p)), *pixel_change(p, palette_png(p))) for p in full]
+    sizes = [(len(p), len(png_with_palette(p)), *pixel_change(p, png_with_palette(p))) for p in full]
     before, after = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
     print(f"{path}: {len(full)} figures, full colour {before:,} bytes, palette {after:,} bytes, "
           f"ratio {after / before:.3f}; mean |ΔRGB| {max(s[2] for s in sizes):.3f} levels at most, pixels moved "

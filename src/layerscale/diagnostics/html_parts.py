@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-__all__ = ["REPORT_CSS", "figure_png_bytes"]
+__all__ = ["REPORT_CSS", "figure_png_bytes", "png_with_palette"]
 
 #: The style sheet of every HTML report (runs, analysis): one look.
 REPORT_CSS = """
@@ -28,13 +28,19 @@ def figure_png_bytes(figure, dpi: int) -> bytes:
     A plot of a few line colours on white, with anti-aliased edges, needs no more: the palette PNG of a study
     report's figures is about a third of the full-colour one and its pixels move by 0.1 of 255 levels on average
     (benchmarks/README.md, "Report figures"), which keeps a committed study's report.html light."""
-    from PIL import Image
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
-    with Image.open(buffer) as image:
+    return png_with_palette(buffer.getvalue())
+
+
+def png_with_palette(png: bytes) -> bytes:
+    """The PNG ``png`` re-encoded with a median-cut palette of at most 256 colours; unchanged when any of its pixels
+    is transparent (the palette here is of opaque colours)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
         if image.mode == "RGBA" and image.getchannel("A").getextrema()[0] < 255:
-            return buffer.getvalue()
+            return png
         palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
     out = io.BytesIO()
     palette.save(out, format="PNG", optimize=True)
