@@ -47,7 +47,7 @@ def report_sizes(path: Path) -> None:
     if not full:
         print(f"{path}: {len(pngs)} figure(s), already palette PNGs: skipped")
         return
-    sizes = [(len(p), len(png_with_palette(p)), *pixel_change(p, png_with_palette(p))) for p in full]
+    sizes = [(len(p), len(q), *pixel_change(p, q)) for p, q in ((p, png_with_palette(p)) for p in full)]
     before, after = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
     print(f"{path}: {len(full)} figures, full colour {before:,} bytes, palette {after:,} bytes, "
           f"ratio {after / before:.3f}; mean |ΔRGB| {max(s[2] for s in sizes):.3f} levels at most, pixels moved "

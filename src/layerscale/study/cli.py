@@ -251,7 +251,9 @@ def run(args: argparse.Namespace) -> int:
         spec = saved_spec(out)
     elif continues_saved_design(args, out):
         spec = saved_spec(out)
-        print(f"continuing the study recorded in {out / 'study.json'}", flush=True)
+        from .grid import SPEC_FILE
+
+        print(f"continuing the study recorded in {out / SPEC_FILE}", flush=True)
     else:
         spec = build_spec(args)
     from .executors.cli_args import dry_run, executor_options
