@@ -8,13 +8,14 @@ of the attention and MLP cost, so the ratio falls as the width grows.
 
 Run: python benchmarks/bench_hc.py [--width 192] [--depth 12] [--heads 3] [--batch 32] [--img 32] [--patch 4]
      [--rate 4] [--rounds 7] [--threads 1] [--clock auto|wall|cpu] [--device cpu|cuda] [--methods hc,hc_static,mhc]
-     [--memory] [--compile]
+     [--memory] [--compile] [--eval-batch N]
 
 ``--memory`` adds, per method, the bytes autograd keeps for the backward of one forward (distinct storages,
 parameters excluded): the activation memory a training step holds at its peak, deterministic on a busy machine.
 ``--compile`` adds every method again with its blocks compiled (:func:`layerscale.models.compile_blocks`, Inductor),
 timed in the same interleaved rounds after two warm-up steps; ratios against eager ``prenorm`` and against
-compiled ``prenorm``.
+compiled ``prenorm``. ``--eval-batch N`` adds, per method, one forward of ``N`` images without gradients (a study's
+validation pass), timed in the same rounds.
 """
 
 from __future__ import annotations
@@ -57,12 +58,15 @@ def main() -> None:
     parser.add_argument("--methods", default="hc,hc_static,mhc")
     parser.add_argument("--memory", action="store_true", help="also print the activation memory saved for backward")
     parser.add_argument("--compile", action="store_true", help="also time every method with its blocks compiled")
+    parser.add_argument("--eval-batch", type=int, default=0, metavar="N",
+                        help="also time a forward of N images without gradients (an evaluation pass)")
     args = parser.parse_args()
     apply_timing_arguments(args)
     sync = synchronizer(args.device)
     names = ["prenorm"] + [m for m in args.methods.split(",") if m]
     x = torch.randn(args.batch, 3, args.img, args.img, device=args.device)
     y = torch.randint(0, 10, (args.batch,), device=args.device)
+    x_eval = torch.randn(args.eval_batch, 3, args.img, args.img, device=args.device) if args.eval_batch else None
     steps, saved = {}, {}
     variants = [(name, False) for name in names] + ([(name, True) for name in names] if args.compile else [])
     for name, compiled in variants:
@@ -85,6 +89,13 @@ def main() -> None:
             sync()
 
         steps[label] = step
+        if x_eval is not None and not compiled:
+            def forward(model=model):
+                with torch.no_grad():
+                    model(x_eval)
+                sync()
+
+            steps[f"{name} (eval)"] = forward
     tokens = (args.img // args.patch) ** 2 + 1
     print(f"ViT {args.img}x{args.img}/patch {args.patch} ({tokens} tokens), width {args.width}, depth {args.depth}, "
           f"{args.heads} heads, batch {args.batch}, expansion rate {args.rate}, device {args.device}, "
@@ -96,6 +107,12 @@ def main() -> None:
         memory = (f"   saved for backward {saved[name] / 2**20:7.1f} MiB  x{saved[name] / saved['prenorm']:5.2f}"
                   if args.memory else "")
         print(f"{name:>10s} {medians[name] * 1e3:9.1f} ms  x{medians[name] / base:5.2f} vs prenorm{memory}")
+    if x_eval is not None:
+        eval_base = medians["prenorm (eval)"]
+        for name in names:
+            t = medians[f"{name} (eval)"]
+            print(f"{name:>10s} forward of {args.eval_batch} without gradients {t * 1e3:9.1f} ms  "
+                  f"x{t / eval_base:5.2f} vs prenorm")
     if args.compile:
         compiled_base = medians["prenorm (compiled)"]
         for name in names:
