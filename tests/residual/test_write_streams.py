@@ -1,5 +1,6 @@
 """The hyper-connection write ``H' + B ⊗ y`` (``write_streams``): the value and gradients of ``torch.baddbmm``, bit
-for bit on the CPU, for the layouts the residual methods hand it; reduced precision rounded once; a correct backward.
+for bit on the CPU, for the layouts the residual methods hand it; reduced precision formed in float32; a correct
+backward.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def test_an_addcmul_write_would_fail_the_bitwise_check():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_reduced_precision_is_rounded_once(dtype):
+def test_reduced_precision_is_formed_in_float32_and_rounded_back(dtype):
     g = torch.Generator().manual_seed(1)
     shapes = ((32, 4, 92), (32, 4), (32, 92))
     carried, weights, update = (torch.randn(*shape, generator=g).to(dtype) for shape in shapes)

@@ -83,7 +83,7 @@ def sum_streams(stream: torch.Tensor) -> torch.Tensor:
     return _SumStreams.apply(stream)
 
 
-#: Dtypes whose rank-1 update is formed in float32 and rounded once, as a matrix product accumulates them.
+#: Dtypes whose rank-1 update is formed in float32, as a matrix product accumulates them, then rounded back.
 _REDUCED_FLOATS = (torch.float16, torch.bfloat16)
 
 
@@ -94,20 +94,20 @@ class _WriteStreams(torch.autograd.Function):
     with an inner dimension of 1 every entry is one rounded product and one rounded sum, so on the CPU the two are
     equal bit for bit (tested). The elementwise form is 5–19 times faster there at ``n · d < 400`` (width below 100
     at ``n = 4``), where ``baddbmm`` takes PyTorch's small-matrix loop, and as fast above (benchmarks/README.md). Not
-    ``addcmul``: its fused multiply-add rounds once and would change the numbers (a GPU's batched GEMM may fuse
-    too, so there the two can differ in the last bit). Float16 and bfloat16 inputs are combined in float32 and
-    rounded once, as a matrix product accumulates them. The backward is ``baddbmm``'s: the gradient itself for
-    ``carried`` and two batched products, ``grad · updateᵀ`` and ``weightsᵀ · grad``, faster than the broadcast
-    form's two reductions over the ``n``-times wider stream. Other devices keep the one ``baddbmm`` kernel: a GPU
-    step is bound by kernel launches, and the elementwise form was not measured there.
+    ``addcmul``: its fused multiply-add rounds once and would change the numbers. Float16 and bfloat16 inputs are
+    combined in float32, as a matrix product accumulates them, and rounded back to their dtype at the end. The
+    backward is ``baddbmm``'s: the gradient itself for ``carried`` and two batched products, ``grad · updateᵀ`` and
+    ``weightsᵀ · grad``, faster than the broadcast form's two reductions over the ``n``-times wider stream. Other
+    devices keep the one ``baddbmm`` kernel: a GPU step is bound by kernel launches, and the elementwise form was
+    not measured there.
     """
 
     @staticmethod
     def forward(ctx, carried: torch.Tensor, weights: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(weights, update)
-        if carried.device.type != "cpu":  # one kernel where launches cost (the GPU path measured before, unchanged)
+        if carried.device.type != "cpu":  # one kernel where launches cost (see the docstring)
             return torch.baddbmm(carried, weights, update)
-        if carried.dtype in _REDUCED_FLOATS:  # one rounding at the end, as a product accumulated in float32
+        if carried.dtype in _REDUCED_FLOATS:  # in float32, rounded back at the end, as baddbmm accumulates
             return torch.mul(weights.float(), update.float()).add_(carried.float()).to(carried.dtype)
         return torch.mul(weights, update).add_(carried)
 
