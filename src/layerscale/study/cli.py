@@ -32,6 +32,16 @@ def _float_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def _duration(text: str) -> float:
+    """An argparse ``type`` for ``--start-window``: seconds, from minutes or ``[D-]HH:MM:SS`` (``sbatch --time``)."""
+    from .executors import parse_slurm_time
+
+    try:
+        return parse_slurm_time(text, "--start-window") * 60.0
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .presets import PRESETS
 
@@ -102,6 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="study directory (default: runs/study-<preset>); re-run to continue it")
     parser.add_argument("--jobs", type=int, help="runs at once (default: one per core)")
     parser.add_argument("--threads", type=int, help="intra-op threads per run (default: 1)")
+    parser.add_argument("--start-window", type=_duration, metavar="DURATION",
+                        help="start runs only during this long from now (minutes, or HH:MM:SS / D-HH:MM:SS as "
+                             "sbatch --time); the runs in progress then go on to their end and the tables are "
+                             "written as they stand, the rest stay pending for the same command (local executor; "
+                             "for a session or an allocation that ends at a known time)")
     parser.add_argument("--no-report", action="store_true", help="write the tables only, not the HTML report")
     from .executors.cli_args import add_executor_arguments
 
@@ -270,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     def study(folder: Path):
         return run_study(spec, folder, jobs=args.jobs, threads=args.threads, report=not args.no_report,
                          train=not args.report_only, analyze=args.analyze, executor=executor,
-                         reuse_from=args.reuse_from)
+                         reuse_from=args.reuse_from, start_window=args.start_window)
 
     from .archive import is_packed
 

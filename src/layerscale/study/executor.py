@@ -6,6 +6,10 @@ the run is asked to reach; a run with a checkpoint and nothing more is resumed f
 at once finish a grid sooner than one run with every thread (``benchmarks/bench_study_parallel.py``), so the default
 is one job per core. A run that fails (exits non-zero without a status; divergence is a result, not a failure) is
 reported with its log and the others go on; :func:`run_pool` returns the failures.
+
+``start_by`` (a :func:`time.monotonic` instant) closes the pool's start window: after it no run is started, the runs
+in progress go on to their end, and the runs not started stay pending for the next invocation (``layerscale study
+--start-window``: a session or an allocation that ends at a known time loses no half-trained run).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from .grid import RunSpec
 from .worker import BOOTSTRAP, read_status
 
 __all__ = ["RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs", "resolve_parallelism",
-           "run_pool"]
+           "run_pool", "window_open"]
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,15 @@ def pending_runs(runs: list[RunSpec], desc: str, log=print) -> list[RunSpec]:
     return pending
 
 
+def window_open(start_by: float | None) -> bool:
+    """Whether a run may still start: no start window, or its end ``start_by`` (:func:`time.monotonic`) not reached."""
+    return start_by is None or time.monotonic() < start_by
+
+
 def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, threads: int, progress: bool = True,
-             desc: str = "study", log=print) -> list[RunFailure]:
-    """Run every pending run of ``runs`` (configs already validated); returns the runs that failed."""
+             desc: str = "study", log=print, start_by: float | None = None) -> list[RunFailure]:
+    """Run every pending run of ``runs`` (configs already validated) that starts before ``start_by`` (see the
+    module docstring); returns the runs that failed."""
     study_dir = Path(study_dir)
     if jobs < 1 or threads < 1:
         raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
@@ -88,8 +98,8 @@ def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, th
     tracker = PoolTracker(runs, list(pending), desc, progress, log)
     running: dict[str, tuple[subprocess.Popen, RunSpec, object]] = {}
     try:
-        while pending or running:
-            while pending and len(running) < jobs:
+        while running or (pending and window_open(start_by)):
+            while pending and len(running) < jobs and window_open(start_by):
                 run = pending.popleft()
                 running[run.run_id + run.kind] = _start(run, study_dir, threads)
             time.sleep(0.2)
@@ -105,6 +115,9 @@ def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, th
             proc.wait()
             log_file.close()
         tracker.close()
+    if pending:
+        log(f"{desc}: the start window closed; {len(pending)} run(s) not started (they stay pending: run the same "
+            "command again to continue)")
     return tracker.failures
 
 

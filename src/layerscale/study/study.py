@@ -18,12 +18,13 @@ interrupted ones resume from their checkpoints.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
 from .archive import refuse_packed
-from .executor import RunFailure, resolve_parallelism
+from .executor import RunFailure, resolve_parallelism, window_open
 from .executors import ExecutorOptions, make_pool, resolve_options
 from .grid import SPEC_FILE, StudySpec
 from .results import CellResult, Metric, RunResult, cell_results, collect_run, write_tables
@@ -134,22 +135,29 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
               threads: int | None = None, report: bool = True, progress: bool = True, train: bool = True,
               analyze: bool = False,
               executor: ExecutorOptions | None = None, reuse_from: str | os.PathLike | None = None,
-              log=print) -> StudySummary:
+              start_window: float | None = None, log=print) -> StudySummary:
     """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv``,
     ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
     failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables and report of what
     the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
     runs execute (:mod:`layerscale.study.executors`; default: as saved in ``study.json``, else the local pool);
     saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it).
-    ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`)."""
+    ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`).
+    ``start_window``: seconds from now during which runs may start (local executor): after it none starts, those
+    in progress end, and the study is summarised as it stands, exactly as with ``train=False`` (the runs not started
+    stay pending for the next call)."""
     study_dir = Path(study_dir)
     if train:  # a packed study (runs.tar.xz, no runs/) would otherwise start over
         refuse_packed(study_dir, "training")
     jobs, threads = resolve_parallelism(jobs, threads)
     plan = plan_study(spec, study_dir)
     options = executor or resolve_options(study_dir / SPEC_FILE, {})  # where runs execute: not part of the design
-    engine_pool = make_pool(options, study_dir, jobs=jobs, threads=threads, progress=progress, log=log) \
-        if train else None  # imports the engine now: a missing extra writes nothing
+    if start_window is not None and not start_window > 0:
+        raise ValueError(f"--start-window must be a positive duration, got {start_window:g} seconds")
+    start_by = None if start_window is None else time.monotonic() + start_window
+    # the engine is imported now: a missing extra writes nothing
+    engine_pool = make_pool(options, study_dir, jobs=jobs, threads=threads, progress=progress, log=log,
+                            start_by=start_by) if train else None
     study_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(study_dir / SPEC_FILE, {**spec.to_dict(), "executor": options.to_dict()})
     spec = _with_enough_diagnostics(spec, plan.total_steps)
@@ -159,7 +167,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
         reuse_finished_runs(spec, study_dir, Path(reuse_from), log=log)
 
     def pool(runs, desc):
-        if not train:
+        if not train or not window_open(start_by):  # past the window: what the run folders hold, as train=False
             return []
         return engine_pool(runs, desc)
 

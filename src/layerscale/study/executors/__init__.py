@@ -38,15 +38,20 @@ def load_engine(engine: str):
 
 
 def make_pool(options: ExecutorOptions, study_dir: Path, *, jobs: int, threads: int, progress: bool = True,
-              log=print):
-    """``pool(runs, desc)``: run the pending runs of ``runs`` on ``options.engine``; returns their failures."""
+              log=print, start_by: float | None = None):
+    """``pool(runs, desc)``: run the pending runs of ``runs`` on ``options.engine``; returns their failures.
+    ``start_by``: the end of the local pool's start window (:mod:`layerscale.study.executor`); the cluster engines
+    submit every run at once, so a window is refused there (``ValueError``)."""
     module = load_engine(options.engine)
     study_dir = Path(study_dir)
+    if start_by is not None and options.engine != "local":
+        raise ValueError(f"--start-window applies to the local executor (it stops starting runs on this machine); "
+                         f"--executor {options.engine} submits every run at once: use the cluster's own time limit")
 
     if options.engine == "local":
         def pool(runs, desc):
             return module.run_pool(runs, study_dir, jobs=jobs, threads=threads, progress=progress, desc=desc,
-                                   log=log)
+                                   log=log, start_by=start_by)
     elif options.engine == "submitit":
         def pool(runs, desc):
             return module.run_submitit_pool(runs, study_dir, options, threads=threads, progress=progress,

@@ -30,15 +30,16 @@ SUBMITIT_CLUSTERS = ("slurm", "local", "debug")
 _SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
-def parse_slurm_time(text: str | int) -> int:
+def parse_slurm_time(text: str | int, flag: str = "--slurm-time") -> int:
     """A Slurm time limit in whole minutes (rounded up). Accepts minutes (``90``) and Slurm's ``MM:SS``,
-    ``HH:MM:SS``, ``D-HH``, ``D-HH:MM`` and ``D-HH:MM:SS`` (``sbatch --time``)."""
+    ``HH:MM:SS``, ``D-HH``, ``D-HH:MM`` and ``D-HH:MM:SS`` (``sbatch --time``); ``flag`` names the option in the
+    one-line ``ValueError``."""
     if isinstance(text, int) and not isinstance(text, bool):
         minutes = text
     else:
         match = _SLURM_TIME.match(str(text).strip())
         if not match:
-            raise ValueError(f"--slurm-time {text!r} is not a Slurm time limit; expected minutes (90) or "
+            raise ValueError(f"{flag} {text!r} is not a Slurm time limit; expected minutes (90) or "
                              "HH:MM:SS, D-HH:MM:SS")
         days, first, second, third = match.groups()
         parts = [int(p) for p in (first, second, third) if p is not None]
@@ -53,7 +54,7 @@ def parse_slurm_time(text: str | int) -> int:
             seconds = (parts[0] * 60 + parts[1]) * 60 + parts[2]
         minutes = -(-seconds // 60)
     if minutes < 1:
-        raise ValueError(f"--slurm-time must be at least one minute, got {text!r}")
+        raise ValueError(f"{flag} must be at least one minute, got {text!r}")
     return minutes
 
 
