@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.study.results_page import STUDIES, render_page
-from layerscale.study.results_table import read_results
+from layerscale.study.csv_rows import read_rows
+from layerscale.study.results_page import FOLDERS, ORIGINALS, STUDIES, load_study, render_page
+from layerscale.study.results_table import read_results, row_interval
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "RESULTS.md"
@@ -20,8 +21,25 @@ INTERVAL = re.compile(rf"(?<![\w.])({NUMBER}) \[({NUMBER}), ({NUMBER})\]")
 INTERVAL_NAMES = ("test", "diff", "val_best", "steps_to_target")
 
 
+class _HeldoutRow:
+    """A row of a held-out check's results.csv (``mean``, ``low``, ``high``) read as a results.csv row's interval."""
+
+    def __init__(self, fields: dict[str, str]):
+        self._interval = row_interval({"x_" + k: fields[k] for k in ("mean", "truncated")}
+                                      | {"x_ci_low": fields["low"], "x_ci_high": fields["high"]}, "x")
+
+    def interval(self, name: str):
+        return self._interval if name == "diff" else None
+
+
 def _rows():
-    return [row for key in STUDIES for row in read_results(RESULTS / key / "results.csv")]
+    """Every row the page may quote: each study's shown folder, the version a redo replaced, and held-out checks."""
+    folders = dict.fromkeys([*FOLDERS.values(), *ORIGINALS.values()])
+    rows = [row for folder in folders for row in read_results(RESULTS / folder / "results.csv")]
+    for folder in folders:
+        heldout = RESULTS / folder / "heldout" / "results.csv"
+        rows += [_HeldoutRow(r) for r in read_rows(heldout)] if heldout.is_file() else []
+    return rows
 
 
 def _printed(text: str) -> tuple[str, int]:
@@ -80,7 +98,8 @@ def test_at_a_glance_cites_only_the_primary_families():
     text = PAGE.read_text(encoding="utf-8")
     glance = re.search(r"<!-- generated: glance -->\n(.*?)<!-- end generated: glance -->", text, re.DOTALL).group(1)
     glance = "\n".join(line for line in glance.splitlines() if not line.startswith(EVIDENCE_GLANCE))  # own tables
-    primary = [r for r in _rows() if r.family == "primary"]
+    primary = [r for key in STUDIES for r in read_results(RESULTS / FOLDERS[key] / "results.csv")
+               if r.family == "primary"]
     found = INTERVAL.findall(glance)
     assert len(found) == len(primary) and all(any(_matches(f, r) for r in primary) for f in found)
     assert "Holm-adjusted" in glance and "BH" not in glance
@@ -118,3 +137,76 @@ def test_an_evidence_report_is_what_its_committed_tables_give(tmp_path, folder, 
     glance = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if line.startswith(glance_prefix)]
     for mean, low, high in INTERVAL.findall("\n".join(glance)):  # the glance quotes the report's comparisons
         assert f"{mean} [{low}, {high}]" in report
+
+
+def test_the_page_shows_each_study_from_a_complete_folder_and_a_partial_one_is_refused(tmp_path):
+    import shutil
+
+    for key in STUDIES:
+        study = load_study(RESULTS, key)
+        assert study.folder.name == FOLDERS[key]
+        assert all(r["status"] != "pending" for r in study.runs)
+    partial = tmp_path / "depthbench"
+    partial.mkdir()
+    for name in ("study.json", "results.csv", "runs.csv"):
+        shutil.copy(RESULTS / FOLDERS["depthbench"] / name, partial / name)
+    runs = (partial / "runs.csv").read_text(encoding="utf-8").splitlines()
+    fields = runs[1].split(",")
+    fields[runs[0].split(",").index("status")] = "pending"
+    runs[1] = ",".join(fields)
+    (partial / "runs.csv").write_text("\n".join(runs) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="1 run\\(s\\) pending"):
+        load_study(tmp_path, "depthbench")
+
+
+def test_a_redo_block_quotes_the_redo_and_the_original_each_from_its_own_table():
+    from layerscale.study.results_page import render_block
+
+    studies = {key: load_study(RESULTS, key) for key in STUDIES}
+    redone = [key for key in STUDIES if FOLDERS[key] != ORIGINALS[key]]
+    for key in STUDIES:
+        if key not in redone:
+            assert render_block(f"{key}-redo", studies, RESULTS) == (f"Not redone yet: the page shows the original "
+                                                                      f"study ({ORIGINALS[key]}).\n")
+    for key in redone:
+        block = render_block(f"{key}-redo", studies, RESULTS)
+        redo = [r for r in read_results(RESULTS / FOLDERS[key] / "results.csv") if r.family == "primary"]
+        original = read_results(RESULTS / ORIGINALS[key] / "results.csv")
+        lines = [line for line in block.splitlines() if line.startswith("| ") and "comparison" not in line]
+        assert len(lines) == len(redo)
+        for line, row in zip(lines, redo):
+            found = INTERVAL.findall(line)
+            assert len(found) == 2
+            assert _matches(found[1], row)
+            twin = next(o for o in original if (o.table, o.method, o.depth, o.depth_from)
+                        == (row.table, row.method, row.depth, row.depth_from))
+            assert _matches(found[0], twin)
+
+
+def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tuning_record():
+    from layerscale.study.results_page import Study, render_block
+
+    def row(method, depth, lr):
+        return {"table": "tuned", "method": method, "depth": str(depth), "lr": str(lr),
+                "metric": "test accuracy (%)"}
+
+    def cell(method, depth, chosen, tied=(), extended=(), rates=(1e-4, 3e-4, 1e-3, 3e-3)):
+        return {"method": method, "depth": depth, "chosen_lr": chosen, "tied_lrs": list(tied) or [chosen],
+                "rates": sorted([*rates, *extended]), "extended_with": list(extended)}
+
+    from layerscale.study.results_table import ResultRow
+
+    design = {"methods": ["prenorm", "layerscale"], "depths": [4, 32], "lrs": [1e-4, 3e-4, 1e-3, 3e-3],
+              "reference": "prenorm", "tuning": "grid", "shapes": [["prenorm", 4, 180]]}
+    cells = [cell("prenorm", 4, 1e-3, tied=(3e-4, 1e-3)), cell("prenorm", 32, 1e-3),
+             cell("layerscale", 4, 3e-3, extended=(9e-3,)), cell("layerscale", 32, 1e-4)]
+    rows = [ResultRow(row(c["method"], c["depth"], c["chosen_lr"])) for c in cells]
+    rows += [ResultRow({**row("prenorm", 4, 1e-3), "table": "shared"})]
+    study = Study("depthbench", rows, design, [], None, {"seeds": [0, 1, 2], "cells": cells})
+    block = render_block("depthbench-rates", {"depthbench": study})
+    assert "| layerscale | 0.003 | 0.0001 |" in block
+    assert "2 of the 4 cells chose the shared rate." in block
+    assert "- Ties: prenorm at 4 blocks (0.0003, 0.001: 0.001 taken)." in block
+    assert "- Extended: layerscale at 4 blocks (added 0.009; settled at 0.003)." in block
+    assert ("- Still at the edge of the rates tried (the best rate may lie beyond them): layerscale at 32 blocks "
+            "(0.0001, the smallest tried).") in block

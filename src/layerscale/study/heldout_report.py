@@ -124,8 +124,8 @@ def sections(check: dict, runs: list[dict], level: str) -> list[str]:
     ended = sum(r["status"] != "pending" for r in runs)
     total = len(check["seeds"]) * 2
     budget, corpus = check["budget"], check.get("corpus")
-    lines = [f"Design: {check['addendum'] or 'the study DESIGN.md'} (\"Held-out check\"), fixed before the study's "
-             f"runs. The study's primary comparison {method} − {reference} at depth {depth} "
+    lines = [f"Design: {check['addendum'] or 'the study DESIGN.md'} (\"Held-out check\"), written before any held-out "
+             f"run. The study's primary comparison {method} − {reference} at depth {depth} "
              f"({check['study_folder']}, data {check['study_data']}) trained again on {check['heldout_data']}, which "
              f"the study did not use: seeds {', '.join(str(x) for x in check['seeds'])}, each method at the rate the "
              f"study chose for its cell. {ended} of {max(total, len(runs))} held-out runs ended "

@@ -18,12 +18,18 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
   depth-use and grow evidence's primary families once their runs have ended);
 - ``<study>-primary``: the primary family's table (difference, raw and Holm-adjusted p, verdict);
 - ``<study>-comparisons``: every other comparison against the reference, both tables (exploratory, BH-adjusted);
-- ``<study>-rates``: the rate each cell chose, and for cells at an edge of the grid the full-budget validation
-  score at that rate against the shared rate's (the final runs of both tables, 3 seeds each);
+- ``<study>-rates``: the rate each cell chose; for a study tuned by the full-budget grid (``tuning: grid``), the
+  ties, the extensions and the cells still at an edge, from its ``tuning.json``; for one tuned by successive
+  halving, the cells at an edge of the grid with the full-budget validation score at that rate against the shared
+  rate's (the final runs of both tables, 3 seeds each);
+- ``<study>-redo``: what the redo changed — each primary comparison of the redo beside the same comparison of the
+  version it replaced (:data:`ORIGINALS`), both read from their own tables;
 - ``<study>-depth-use``: the depth-use interaction table and one sentence per method citing it (never "significant
   here, not there");
-- ``depthbench-depth-gain``: each method against itself at the shallowest depth (labelled: added after the runs);
+- ``depthbench-depth-gain``: each method against itself at the shallower depth (labelled with where the design
+  says so: added after the original study's runs, named exploratory in the redo's design);
 - ``<study>-compute``: runs and training hours from ``runs.csv``;
+- ``<study>-original-<block>``: a block above of the version a redo replaced (:data:`ORIGINALS`);
 - ``<study>-heldout``: the held-out check of one primary verdict, from ``heldout/`` in the study's folder
   (:func:`layerscale.study.heldout_report.heldout_sections`; a line saying it has not run before it has);
 - ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used;
@@ -50,13 +56,15 @@ from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import ResultRow, read_results
 
-__all__ = ["STUDIES", "FOLDERS", "Study", "load_study", "render_block", "render_page", "main"]
+__all__ = ["STUDIES", "FOLDERS", "ORIGINALS", "Study", "load_study", "render_block", "render_page", "main"]
 
 #: the committed studies, in page order, with the names the page gives them
 STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
            "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
-#: each study's folder under docs/results (a redo's folder once it replaces the study on the page)
+#: each study's folder under docs/results (a redo's folder once it is complete and replaces the study on the page)
 FOLDERS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
+#: the folder of the version a redo replaced: the ``<study>-redo`` block compares the two
+ORIGINALS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
 #: the evidence folders under docs/results with a block of their own: block name -> (folder, sections, glance)
 EVIDENCE = {"depth-use": ("depth-use", depth_use_report.depth_use_sections, depth_use_report.primary_glance),
             "grow": ("grow", grow_report.grow_sections, grow_report.primary_glance)}
@@ -73,6 +81,7 @@ class Study:
     design: dict
     runs: list[dict]
     folder: Path | None = None  # where its tables are (and its held-out check, in heldout/)
+    tuning: dict | None = None  # its tuning.json: how each cell's rate was chosen
 
     @property
     def classification(self) -> bool:
@@ -109,12 +118,18 @@ class Study:
 
 
 def load_study(results_dir: str | os.PathLike, key: str, folder: str | None = None) -> Study:
-    """The study ``key`` from ``results_dir/folder`` (default: its folder in :data:`FOLDERS`)."""
+    """The study ``key`` from ``results_dir/folder`` (default: its folder in :data:`FOLDERS`); ``ValueError`` for
+    a study with runs still pending (the page quotes no number of a partial study)."""
     folder = Path(results_dir) / (folder or FOLDERS.get(key, key))
     design = json.loads((folder / "study.json").read_text(encoding="utf-8"))
     with (folder / "runs.csv").open(encoding="utf-8", newline="") as f:
         runs = list(csv.DictReader(f))
-    return Study(key, read_results(folder / "results.csv"), design, runs, folder)
+    pending = sum(r["status"] == "pending" for r in runs)
+    if pending:
+        raise ValueError(f"{folder} has {pending} run(s) pending: docs/RESULTS.md quotes only complete studies")
+    tuning_path = folder / "tuning.json"
+    tuning = json.loads(tuning_path.read_text(encoding="utf-8")) if tuning_path.is_file() else None
+    return Study(key, read_results(folder / "results.csv"), design, runs, folder, tuning)
 
 
 # ---- blocks -------------------------------------------------------------------------------------------------
@@ -149,9 +164,17 @@ def _glance(studies: dict[str, Study], results_dir: str | os.PathLike) -> list[s
 
 
 def _primary(study: Study) -> list[str]:
-    lines = ["| comparison | difference [95 % CI] | p | Holm p | verdict |", "|---|---:|---:|---:|---|"]
+    """The primary family's table; with the design's two-level bootstrap (``bootstrap`` draws), its interval too."""
+    boot = bool(study.design.get("bootstrap"))
+    lines = ["| comparison | difference [95 % CI] | " + ("two-level bootstrap 95 % | " if boot else "")
+             + "p | Holm p | verdict |", "|---|---:|" + ("---:|" if boot else "") + "---:|---:|---|"]
     for r in _primary_rows(study):
-        lines.append(f"| {_label(study, r)} | {study.interval(r)} | {format_p(r.p('p_raw'))} | "
+        bootstrap = ""
+        if boot:
+            low, high = r["bootstrap_low"], r["bootstrap_high"]
+            bootstrap = (f"[{float(low):+.{study.digits}f}, {float(high):+.{study.digits}f}] | " if low and high
+                         else "— | ")
+        lines.append(f"| {_label(study, r)} | {study.interval(r)} | {bootstrap}{format_p(r.p('p_raw'))} | "
                      f"{format_p(r.p())} | {r.verdict} |")
     return lines
 
@@ -199,7 +222,9 @@ def _rates(study: Study) -> list[str]:
     grid = sorted(study.design["lrs"])
     lines = [f"Rate each cell chose (grid {', '.join(f'{lr:g}' for lr in grid)}):", ""]
     lines += _wide(study, "method", list(study.design["methods"]),
-                   lambda m, d: (f"{study.cell('tuned', m, d).lr:g}" if study.cell("tuned", m, d) else "—"))
+                   lambda m, d: _chosen_rate(study.cell("tuned", m, d)))
+    if study.design.get("tuning") == "grid":
+        return lines + ["", *_grid_choice(study)]
     shared = _shared_lr(study)
     edge = [r for r in study.table("tuned") if r.lr in (grid[0], grid[-1]) and r.lr != shared]
     if not edge or shared is None:
@@ -224,6 +249,39 @@ def _rates(study: Study) -> list[str]:
               f"(best {_val_name(study)} during the run, mean over seeds [95 % t-interval]; the test columns are for "
               "reading only, the choice never sees them):", "", *table]
     return lines
+
+
+def _chosen_rate(row: ResultRow | None) -> str:
+    return "—" if row is None or row.lr is None else f"{row.lr:g}"
+
+
+def _grid_choice(study: Study) -> list[str]:
+    """How a full-budget grid chose (its ``tuning.json``): the ties and how they were resolved, the cells whose grid
+    was extended, and the cells still at the edge of the rates they tried."""
+    cells = study.tuning["cells"]
+    seeds = ", ".join(str(s) for s in study.tuning["seeds"])
+    shared = _shared_lr(study)
+
+    def where(c):
+        return f"{c['method']} at {study.at(c['depth'])}"
+
+    ties = [f"{where(c)} ({', '.join(f'{lr:g}' for lr in c['tied_lrs'])}: {c['chosen_lr']:g} taken)"
+            for c in cells if len(c["tied_lrs"]) > 1]
+    extended = [f"{where(c)} (added {', '.join(f'{lr:g}' for lr in c['extended_with'])}; settled at "
+                f"{c['chosen_lr']:g})" for c in cells if c["extended_with"]]
+    edge = [f"{where(c)} ({c['chosen_lr']:g}, the {'largest' if c['chosen_lr'] == max(c['rates']) else 'smallest'}"
+            " tried)" for c in cells
+            if len(c["tied_lrs"]) < 2 and c["chosen_lr"] in (min(c["rates"]), max(c["rates"]))]
+    at_shared = sum(c["chosen_lr"] == shared for c in cells)
+    return [f"Every rate of the grid ran the full budget with every seed of the cell (seeds {seeds} in every cell, "
+            "more in the primary family's); each cell took the rate with the best mean validation score, rates "
+            "within one standard error of the best (paired by seed) counting as a tie, resolved toward the shared "
+            f"rate{f' {shared:g}' if shared else ''}; a cell choosing an edge of the grid added one rate outward. "
+            f"{at_shared} of the {len(cells)} cells chose the shared rate.", "",
+            "- Ties: " + ("; ".join(ties) if ties else "none") + ".",
+            "- Extended: " + ("; ".join(extended) if extended else "none") + ".",
+            "- Still at the edge of the rates tried (the best rate may lie beyond them): "
+            + ("; ".join(edge) if edge else "none") + "."]
 
 
 def _val_name(study: Study) -> str:
@@ -264,23 +322,56 @@ def _depth_use(study: Study) -> list[str]:
 
 
 def _depth_gain(study: Study) -> list[str]:
+    where = ("**Added after the runs** (DESIGN.md addendum of 2026-12-01), not part of the design fixed before them."
+             if not study.design.get("primary_declared") else
+             "Named exploratory in the design before the runs (DESIGN.md addendum of 2026-12-01 11:45 UTC); the "
+             "original study added it after its runs.")
     return ["Depth gain: each method against itself at the shallower depth, in "
             f"{study.unit}, at its tuned rate (Welch intervals; exploratory, Benjamini–Hochberg-adjusted verdicts). "
-            "**Added after the runs** (DESIGN.md addendum of 2026-12-01), not part of the design fixed before them. "
-            "A gain here is not a comparison with the reference: the interaction table above is.", "",
+            f"{where} A gain here is not a comparison with the reference: the interaction table above is.", "",
             *_contrast_table(study, "depth_gain", list(study.design["methods"]))]
 
 
 def _compute(study: Study) -> list[str]:
     kinds = {kind: sum(1 for r in study.runs if r["kind"] == kind) for kind in ("tune", "final")}
     seconds = sum(float(r["wall_time_s"]) for r in study.runs if r["wall_time_s"])
-    return [f"{len(study.runs)} runs ({kinds['tune']} tuning, {kinds['final']} final), {seconds / 3600:.1f} h of "
-            "training time summed over runs (`runs.csv`, column `wall_time_s`)."]
+    runs = (f"{len(study.runs)} full-budget runs (every rate of the grid × every seed of the cell; a grid has no "
+            "separate tuning runs)" if study.design.get("tuning") == "grid" else
+            f"{len(study.runs)} runs ({kinds['tune']} tuning, {kinds['final']} final)")
+    return [f"{runs}, {seconds / 3600:.1f} h of training time summed over runs (`runs.csv`, column `wall_time_s`)."]
 
 
 def _heldout(study: Study) -> list[str]:
     """The study's held-out check (``heldout/`` in its folder; :mod:`layerscale.study.heldout_report`)."""
     return heldout_report.heldout_sections(study.folder / "heldout", level="####")
+
+
+def _redo(study: Study, results_dir: str | os.PathLike) -> list[str]:
+    """The redo's primary comparisons beside the same comparisons of the version it replaced (:data:`ORIGINALS`),
+    each with its own verdict and adjustment; a line saying so for a study not redone yet."""
+    original_folder = ORIGINALS.get(study.key, study.key)
+    if study.folder is None or study.folder.name == original_folder:
+        return [f"Not redone yet: the page shows the original study ({original_folder})."]
+    original = load_study(results_dir, study.key, original_folder)
+    lines = [f"Each primary comparison of the redo (`{study.folder.name}`: rates chosen at the full budget over the "
+             "cell's seeds, its primary family fixed before its runs, Holm-adjusted) beside the same comparison of "
+             f"the original study (`{original_folder}`: rates chosen by {_seeds(original.design['tune_seeds'])} at "
+             f"{original.design['min_budget']:g} of the budget; its verdict adjusted as that study's table now reads it — Holm within the family "
+             "named after its runs, Benjamini–Hochberg for the rest):", "",
+             "| comparison | original [95 % CI] | original verdict | redo [95 % CI] | redo seeds | redo Holm p | "
+             "redo verdict |", "|---|---:|---|---:|---:|---:|---|"]
+    for r in _primary_rows(study):
+        o = next((x for x in original.table(r.table) if x.method == r.method and x.depth == r.depth
+                  and x.depth_from == r.depth_from), None)
+        old = (f"{original.interval(o)} | {o.verdict} ({_adjusted(o)})" if o is not None and
+               o.interval("diff") is not None else "— | not compared")
+        lines.append(f"| {_label(study, r)} | {old} | {study.interval(r)} | {r['diff_n'] or '—'} | "
+                     f"{format_p(r.p())} | {r.verdict} |")
+    return lines
+
+
+def _seeds(n: int) -> str:
+    return "one seed" if n == 1 else f"{n} seeds"
 
 
 def _corrections(results_dir: str | os.PathLike) -> list[str]:
@@ -307,6 +398,8 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
         lines = _glance(studies, results_dir)
     elif name == "corrections":
         lines = _corrections(results_dir)
+    elif name.endswith("-redo") and name[:-len("-redo")] in studies:
+        lines = _redo(studies[name[:-len("-redo")]], results_dir)
     elif name == "depthbench-depth-gain":
         lines = _depth_gain(studies["depthbench"])
     elif name in EVIDENCE:
@@ -314,11 +407,16 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
         lines = sections(Path(results_dir) / folder, level="###")
     else:
         key, _, block = name.partition("-")
-        if key not in studies or block not in _PER_STUDY:
+        study = studies.get(key)
+        if block.startswith("original-") and study is not None:  # the version a redo replaced, same block
+            block = block[len("original-"):]
+            study = load_study(results_dir, key, ORIGINALS.get(key, key))
+        if study is None or block not in _PER_STUDY:
             raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, "
                              f"{', '.join(EVIDENCE)}, depthbench-depth-gain or <study>-<block> with study in "
-                             f"{', '.join(STUDIES)} and block in {', '.join(_PER_STUDY)}")
-        lines = _PER_STUDY[block](studies[key])
+                             f"{', '.join(STUDIES)} and block in {', '.join(_PER_STUDY)} or redo (original-<block>: the "
+                             "version a redo replaced)")
+        lines = _PER_STUDY[block](study)
     return "\n".join(lines) + "\n"
 
 
