@@ -55,3 +55,22 @@ def test_a_partial_study_says_not_finished_and_an_evidence_folder_is_not_a_study
     lines = primary_verdict_lines(tmp_path)
     assert lines == [f"- grid: mhc vs reference at depth 32: not finished yet ({tmp_path / 'grid' / 'results.md'} "
                      "has the study's status)"]
+
+
+def test_a_study_whose_redo_is_complete_is_named_as_superseded(tmp_path):
+    row = dict(table="tuned", method="layerscale", depth_from="", depth="32", metric="test accuracy (%)",
+               diff_mean="1.9", diff_ci_low="1.1", diff_ci_high="2.7", diff_n="3", family="primary",
+               p_raw="0.01", p_adj="0.02", verdict="better")
+    _study(tmp_path, "bench", [row], {})
+    _study(tmp_path, "bench-grid", [{**row, "diff_mean": "1.0", "diff_ci_low": "0.6", "diff_ci_high": "1.4"}],
+           {"primary_declared": True})
+    runs = tmp_path / "bench-grid" / "runs.csv"
+    runs.write_text("run_id,status\na,finished\nb,pending\n")
+    lines = primary_verdict_lines(tmp_path)  # the redo is partial: both listed, the original with its note
+    assert lines[0].startswith("- bench: layerscale") and "redo in progress" in lines[0]
+    runs.write_text("run_id,status\na,finished\nb,diverged\n")
+    lines = primary_verdict_lines(tmp_path)
+    assert lines[0] == ('- bench: superseded by its redo, bench-grid (docs/RESULTS.md, "What changed", sets the two '
+                        "side by side)")
+    assert lines[1].startswith("- bench-grid: layerscale vs reference at depth 32: +1.0 [0.6, 1.4] points")
+    assert len(lines) == 2

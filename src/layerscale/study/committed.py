@@ -15,7 +15,10 @@ from .results import Metric
 from .results_table import read_results
 from .verdicts import PRIMARY
 
-__all__ = ["results_root", "primary_verdict_lines"]
+__all__ = ["REDO_SUFFIX", "results_root", "primary_verdict_lines"]
+
+#: a redo of the study in ``docs/results/NAME`` lives in ``docs/results/NAME-grid``; once complete it supersedes it
+REDO_SUFFIX = "-grid"
 
 
 def results_root() -> Path | None:
@@ -42,10 +45,25 @@ def _procedure_note(study_dir: Path) -> str:
            "progress, docs/RESULTS.md)"
 
 
+def _complete_redo(study_dir: Path) -> Path | None:
+    """The folder of ``study_dir``'s redo when it has finished every run (its ``runs.csv`` holds no pending run),
+    else ``None``."""
+    import csv
+
+    redo = study_dir.with_name(study_dir.name + REDO_SUFFIX)
+    try:
+        with (redo / "runs.csv").open(encoding="utf-8", newline="") as f:
+            runs = list(csv.DictReader(f))
+    except OSError:
+        return None
+    return redo if (redo / "study.json").is_file() and runs and all(r["status"] != "pending" for r in runs) else None
+
+
 def primary_verdict_lines(root: Path | None = None) -> list[str]:
     """One line per primary comparison of every committed study (a folder of ``layerscale study`` with its
     ``study.json``; Holm-adjusted verdict, interval, p), or one line saying why there is none. A comparison whose
-    runs have not finished (a partial study: no difference yet) says so and points to the study's status."""
+    runs have not finished (a partial study: no difference yet) says so and points to the study's status; a study
+    whose redo (``NAME-grid``) is complete is named as superseded by it, its verdicts left out."""
     root = results_root() if root is None else root
     if root is None:
         return ["The committed studies are in the source repository (docs/results); not found from here."]
@@ -53,6 +71,11 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
     for csv_path in sorted(p.parent / "results.csv" for p in root.glob("*/study.json")):
         if not csv_path.is_file():
             lines.append(f"- {csv_path.parent.name}: no results.csv yet")
+            continue
+        redo = _complete_redo(csv_path.parent)
+        if redo is not None:
+            lines.append(f"- {csv_path.parent.name}: superseded by its redo, {redo.name} (docs/RESULTS.md, \"What "
+                         "changed\", sets the two side by side)")
             continue
         note = _procedure_note(csv_path.parent)
         rows = [r for r in read_results(csv_path) if r.family == PRIMARY]
