@@ -127,3 +127,17 @@ def test_reuse_copies_only_ended_runs_whose_config_is_the_designs(tmp_path):
     assert not list((new / "runs").glob(".*"))  # no staging folder left behind
     with pytest.raises(ValueError, match="no runs/ folder"):
         reuse_finished_runs(spec, new, tmp_path / "nowhere")
+
+
+def test_the_summary_names_the_primary_cells_extra_seeds():
+    from layerscale.study.results import Metric
+    from layerscale.study.summary import plain_paragraph, study_cost, study_markdown
+
+    spec = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1, 2), TINY_BASE, primary=("layerscale@4",),
+                     primary_seeds=5)
+    metric = Metric.for_language_model(False)
+    assert ", over 3 seeds (5 in the primary family's cells); the test split" in plain_paragraph(spec, [], metric)
+    markdown = study_markdown(spec, [], metric, study_cost(spec, [], {}), 8, 0)
+    assert "mean over 3 seed(s) (5 in the primary family's cells) with the 95 % t-interval" in markdown
+    plain = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1, 2), TINY_BASE)
+    assert ", over 3 seeds; the test split" in plain_paragraph(plain, [], metric)

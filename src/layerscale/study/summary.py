@@ -219,7 +219,9 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
              plain_paragraph(spec, cells, metric), ""]
     if pending:
         lines += [f"**Partial results: {pending} final run(s) not finished yet.** Cells show what has finished.", ""]
-    lines += [f"Metric: {metric.name} on the test split, read once per run when it ends; mean over {seeds} seed(s) "
+    extra = len(spec.all_seeds) - seeds
+    over = f"{seeds} seed(s)" + (f" ({len(spec.all_seeds)} in the primary family's cells)" if extra > 0 else "")
+    lines += [f"Metric: {metric.name} on the test split, read once per run when it ends; mean over {over} "
               f"with the 95 % t-interval in brackets (fewer than 3 seeds: each seed's value instead). "
               f"Differences are paired by seed against **{spec.reference_method}** at the same depth. Budget: "
               f"{total_steps} steps per run"
@@ -307,7 +309,9 @@ def plain_paragraph(spec: StudySpec, cells: list[CellResult], metric: Metric) ->
     parts = [f"This study compares {len(spec.methods)} residual methods at depths "
              f"{', '.join(map(str, spec.depths))}" + _budget_clause(spec, cells)
              + (_selection_clause(spec) if spec.tuned else f", all at the learning rate {format_lr(spec.shared_lr)}")
-             + f", over {seeds} seed{'s' if seeds != 1 else ''}; the test split was read once per final run."]
+             + f", over {seeds} seed{'s' if seeds != 1 else ''}"
+             + (f" ({len(spec.all_seeds)} in the primary family's cells)" if len(spec.all_seeds) > seeds else "")
+             + "; the test split was read once per final run."]
     if seeds < 3:
         parts.append(f"With {seeds} seed{'s' if seeds != 1 else ''} no interval is formed (Student's t with "
                      f"{max(seeds - 1, 1)} degree of freedom would multiply the standard error by "
