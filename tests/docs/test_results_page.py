@@ -197,7 +197,7 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
     from layerscale.study.results_table import ResultRow
 
     design = {"methods": ["prenorm", "layerscale"], "depths": [4, 32], "lrs": [1e-4, 3e-4, 1e-3, 3e-3],
-              "reference": "prenorm", "tuning": "grid", "shapes": [["prenorm", 4, 180]]}
+              "reference": "prenorm", "tuning": "grid", "extend_grid": 1, "shapes": [["prenorm", 4, 180]]}
     cells = [cell("prenorm", 4, 1e-3, tied=(3e-4, 1e-3)), cell("prenorm", 32, 1e-3),
              cell("layerscale", 4, 3e-3, extended=(9e-3,)), cell("layerscale", 32, 1e-4)]
     rows = [ResultRow(row(c["method"], c["depth"], c["chosen_lr"])) for c in cells]
@@ -205,7 +205,7 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
     study = Study("depthbench", rows, design, [], None, {"seeds": [0, 1, 2], "cells": cells})
     block = render_block("depthbench-rates", {"depthbench": study})
     assert "| layerscale | 0.003 | 0.0001 |" in block
-    assert "2 of the 4 cells chose the shared rate." in block
+    assert "outward (×3 or ÷3), at most 1 time. 2 of the 4 cells chose the shared rate." in block
     assert "- Ties: prenorm at 4 blocks (0.0003, 0.001: 0.001 taken)." in block
     assert "- Extended: layerscale at 4 blocks (added 0.009; settled at 0.003)." in block
     assert ("- Still at the edge of the rates tried (the best rate may lie beyond them): layerscale at 32 blocks "

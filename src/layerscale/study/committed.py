@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .contrasts import INTERACTION
+from .csv_rows import read_rows
 from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import read_results
@@ -48,14 +49,8 @@ def _procedure_note(study_dir: Path) -> str:
 def _complete_redo(study_dir: Path) -> Path | None:
     """The folder of ``study_dir``'s redo when it has finished every run (its ``runs.csv`` holds no pending run),
     else ``None``."""
-    import csv
-
     redo = study_dir.with_name(study_dir.name + REDO_SUFFIX)
-    try:
-        with (redo / "runs.csv").open(encoding="utf-8", newline="") as f:
-            runs = list(csv.DictReader(f))
-    except OSError:
-        return None
+    runs = read_rows(redo / "runs.csv")
     return redo if (redo / "study.json").is_file() and runs and all(r["status"] != "pending" for r in runs) else None
 
 

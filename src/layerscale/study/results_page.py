@@ -273,10 +273,14 @@ def _grid_choice(study: Study) -> list[str]:
             " tried)" for c in cells
             if len(c["tied_lrs"]) < 2 and c["chosen_lr"] in (min(c["rates"]), max(c["rates"]))]
     at_shared = sum(c["chosen_lr"] == shared for c in cells)
-    return [f"Every rate of the grid ran the full budget with every seed of the cell (seeds {seeds} in every cell, "
-            "more in the primary family's); each cell took the rate with the best mean validation score, rates "
+    more = " (more in the primary family's cells)" if study.design.get("primary_seeds") else ""
+    times = study.design.get("extend_grid") or 0
+    extend = (f"a cell choosing an edge of the grid added one rate outward (×3 or ÷3), at most {times} time"
+              f"{'s' if times != 1 else ''}." if times else "the grid was not extended at its edges.")
+    return [f"Every rate of the grid ran the full budget with every seed of the cell (seeds {seeds}{more}); each "
+            "cell took the rate with the best mean validation score, rates "
             "within one standard error of the best (paired by seed) counting as a tie, resolved toward the shared "
-            f"rate{f' {shared:g}' if shared else ''}; a cell choosing an edge of the grid added one rate outward. "
+            f"rate{f' {shared:g}' if shared else ''}; {extend} "
             f"{at_shared} of the {len(cells)} cells chose the shared rate.", "",
             "- Ties: " + ("; ".join(ties) if ties else "none") + ".",
             "- Extended: " + ("; ".join(extended) if extended else "none") + ".",
