@@ -360,8 +360,8 @@ def _redo(study: Study, results_dir: str | os.PathLike) -> list[str]:
     lines = [f"Each primary comparison of the redo (`{study.folder.name}`: rates chosen at the full budget over the "
              "cell's seeds, its primary family fixed before its runs, Holm-adjusted) beside the same comparison of "
              f"the original study (`{original_folder}`: rates chosen by {_seeds(original.design['tune_seeds'])} at "
-             f"{original.design['min_budget']:g} of the budget; its verdict adjusted as that study's table now reads it — Holm within the family "
-             "named after its runs, Benjamini–Hochberg for the rest):", "",
+             f"{original.design['min_budget']:g} of the budget; its verdict adjusted as that study's table now "
+             "reads it — Holm within the family named after its runs, Benjamini–Hochberg for the rest):", "",
              "| comparison | original [95 % CI] | original verdict | redo [95 % CI] | redo seeds | redo Holm p | "
              "redo verdict |", "|---|---:|---|---:|---:|---:|---|"]
     for r in _primary_rows(study):
@@ -418,8 +418,8 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
         if study is None or block not in _PER_STUDY:
             raise ValueError(f"docs/RESULTS.md: unknown generated block {name!r}; expected glance, corrections, "
                              f"{', '.join(EVIDENCE)}, depthbench-depth-gain or <study>-<block> with study in "
-                             f"{', '.join(STUDIES)} and block in {', '.join(_PER_STUDY)} or redo (original-<block>: the "
-                             "version a redo replaced)")
+                             f"{', '.join(STUDIES)} and block in {', '.join(_PER_STUDY)} or redo "
+                             "(original-<block>: the version a redo replaced)")
         lines = _PER_STUDY[block](study)
     return "\n".join(lines) + "\n"
 
