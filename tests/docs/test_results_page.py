@@ -146,7 +146,7 @@ def test_the_page_shows_each_study_from_a_complete_folder_and_a_partial_one_is_r
         study = load_study(RESULTS, key)
         assert study.folder.name == FOLDERS[key]
         assert all(r["status"] != "pending" for r in study.runs)
-    partial = tmp_path / "depthbench"
+    partial = tmp_path / FOLDERS["depthbench"]
     partial.mkdir()
     for name in ("study.json", "results.csv", "runs.csv"):
         shutil.copy(RESULTS / FOLDERS["depthbench"] / name, partial / name)
