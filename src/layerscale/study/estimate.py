@@ -266,10 +266,10 @@ def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape
 
 
 def estimate_study(spec: StudySpec, study_dir: str | Path, jobs: int | None = None, threads: int | None = None) -> str:
-    """Check the study as a run would (:func:`~layerscale.study.study.plan_study`, nothing written), time every
+    """Check the study as a run would (:func:`~layerscale.study.plan.plan_study`, nothing written), time every
     cell and return :func:`estimate_text`."""
     from .executor import resolve_parallelism
-    from .study import plan_study
+    from .plan import plan_study
 
     jobs, threads = resolve_parallelism(jobs, threads)
     study_dir = Path(study_dir)

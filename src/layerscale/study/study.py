@@ -4,7 +4,8 @@ Order is the contract:
 
 1. **Check everything before writing anything.** Every run's config is validated, the data is loaded once and
    every (method, depth) model is built on the meta device for it: a bad study is one ``ValueError`` and no
-   study folder.
+   study folder. The plan this finds is recorded in ``plan.json`` (:mod:`layerscale.study.plan`), so that tables
+   and report rebuild (``train=False``) without the data.
 2. **Tune** (when ``lrs`` has more than one rate): successive halving over the tuning runs
    (:mod:`layerscale.study.tuning`), scored on the validation split; the choice per cell goes to ``tuning.json``.
 3. **Final runs**: every seed at the tuned rate and at the shared rate, to the full budget; each reads the test
@@ -27,26 +28,16 @@ from .archive import refuse_packed
 from .executor import RunFailure, resolve_parallelism, window_open
 from .executors import ExecutorOptions, make_pool, resolve_options
 from .grid import SPEC_FILE, StudySpec
-from .results import CellResult, Metric, RunResult, cell_results, collect_run, write_tables
+from .results import CellResult, RunResult, cell_results, collect_run, write_tables
 from .summary import study_cost, study_markdown
 from .verdicts import assign_families
 from .contrasts import Contrast, depth_contrasts
+from .plan import StudyPlan, plan_study, resolve_plan, write_plan
 from .primary_bootstrap import with_bootstrap
 from .rate_search import TuningOutcome, tune_study
 from .tuning import RungResult
 
 __all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study", "summarize"]
-
-@dataclass(frozen=True)
-class StudyPlan:
-    """What the checks found: steps per run at the full budget and how runs are scored."""
-
-    total_steps: int
-    metric: Metric
-    data_description: str
-    #: parameters of every (method, depth) cell's model, counted on the meta device
-    params: dict[tuple[str, int], int] = field(default_factory=dict)
-
 
 @dataclass(frozen=True)
 class StudySummary:
@@ -60,48 +51,6 @@ class StudySummary:
     failures: list[RunFailure] = field(default_factory=list)
     contrasts: list[Contrast] = field(default_factory=list)
     tuning: TuningOutcome | None = None
-
-
-def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
-    """Validate every run of the study without writing anything; raises ``ValueError`` naming the first problem."""
-    import torch
-
-    from ..models.registry import create_model
-    from ..train.budget import planned_total_steps, steps_per_epoch
-    from ..train.config import TrainConfig
-    from ..train.data_setup import is_language_model, load_train_data
-
-    spec.check_compatible(study_dir)
-    configs = {}
-    for method, depth in spec.cells():
-        for kind in ("tune", "final"):
-            run = spec.run(study_dir, method, depth, spec.lrs[0] if spec.lrs else spec.shared_lr,
-                           spec.tune_seed if kind == "tune" else spec.seeds[0], kind)
-            try:
-                configs[(method, depth, kind)] = TrainConfig.from_dict(run.config)
-            except ValueError as exc:
-                raise ValueError(f"run {run.run_id}: {exc}") from None
-    first = next(iter(configs.values()))
-    if first.data.batch_size < 1:
-        raise ValueError(f"data.batch_size must be >= 1, got {first.data.batch_size}")
-    data = load_train_data(first)
-    params = {}
-    for (method, depth, kind), cfg in configs.items():
-        if kind != "final":
-            continue
-        try:
-            with torch.device("meta"):
-                model = create_model(cfg.model.name, **{**data.model_args, **cfg.model.options})
-            params[(method, depth)] = sum(p.numel() for p in model.parameters())
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"model {cfg.model.name!r} with residual {method!r} at depth {depth} cannot be built "
-                             f"for {data.description.split(':')[0]}: {str(exc).splitlines()[0]}") from None
-    epoch_steps = steps_per_epoch(len(data.train), first.data.batch_size)  # the trainer's rule, one process
-    if epoch_steps == 0:
-        raise ValueError(f"data.batch_size {first.data.batch_size} is larger than the training split "
-                         f"({len(data.train)} samples)")
-    total = planned_total_steps(first.optim, epoch_steps)
-    return StudyPlan(total, Metric.for_language_model(is_language_model(first.model.name)), data.description, params)
 
 
 def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
@@ -150,7 +99,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     if train:  # a packed study (runs.tar.xz, no runs/) would otherwise start over
         refuse_packed(study_dir, "training")
     jobs, threads = resolve_parallelism(jobs, threads)
-    plan = plan_study(spec, study_dir)
+    plan = resolve_plan(spec, study_dir, train=train)
     options = executor or resolve_options(study_dir / SPEC_FILE, {})  # where runs execute: not part of the design
     if start_window is not None and not start_window > 0:
         raise ValueError(f"--start-window must be a positive duration, got {start_window:g} seconds")
@@ -160,6 +109,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
                             start_by=start_by) if train else None
     study_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(study_dir / SPEC_FILE, {**spec.to_dict(), "executor": options.to_dict()})
+    write_plan(study_dir, plan)
     spec = _with_enough_diagnostics(spec, plan.total_steps)
     if reuse_from is not None and train:
         from .reuse import reuse_finished_runs

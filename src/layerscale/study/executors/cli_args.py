@@ -48,7 +48,7 @@ def executor_options(args: argparse.Namespace, study_dir: Path) -> ExecutorOptio
 def dry_run(spec, study_dir: Path, options: ExecutorOptions, jobs: int | None, threads: int | None) -> str:
     """Validate the study as a real run would (nothing written) and describe its runs and submissions."""
     from ..executor import resolve_parallelism
-    from ..study import plan_study
+    from ..plan import plan_study
     from .dry_run import describe_plan
 
     jobs, threads = resolve_parallelism(jobs, threads)
