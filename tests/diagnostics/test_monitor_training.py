@@ -63,7 +63,7 @@ def hand_statistics(model, x: torch.Tensor) -> list[dict]:
 @pytest.mark.parametrize("step", [1, CHECKED_STEP])
 def test_records_match_hand_computation(tmp_path, step):
     capture = CaptureStep(step)
-    train_tiny(tmp_path / "run", callbacks=(capture,))
+    train_tiny(tmp_path / "run", callbacks=(capture,), device="cpu")  # the hand computation is on the CPU
     record = diagnostics_by_step(tmp_path / "run")[step]
 
     model = create_model("vit", img_size=8, in_chans=1, num_classes=10, embed_dim=32, depth=3, num_heads=2,

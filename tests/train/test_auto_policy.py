@@ -87,7 +87,7 @@ def test_config_accepts_auto_and_refuses_other_values():
 
 def test_trainer_reports_its_choice(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(auto_policy, "cpu_has_native_bf16", lambda: True)
-    run(tiny_config(optim={"max_steps": 2}, run={"precision": "auto", "compile": "auto", "progress": "log"}),
+    run(tiny_config(optim={"max_steps": 2}, run={"precision": "auto", "compile": "auto", "progress": "log", "device": "cpu"}),
         out=tmp_path / "run")
     out = capsys.readouterr().out
     assert "precision: fp32 (auto: width 32 < 192" in out  # the tiny model is 32 wide

@@ -15,7 +15,8 @@ from layerscale.train.metrics_log import read_metrics
 # No augmentation, dropout or drop-path: per-rank random streams would differ from one process's stream.
 CONFIG = tiny_config(data={"augment": False, "batch_size": 32},
                      optim={"max_steps": 12, "warmup_steps": 4},
-                     run={"eval_every_steps": 6, "log_every_steps": 4, "checkpoint_every_steps": 6})
+                     run={"eval_every_steps": 6, "log_every_steps": 4, "checkpoint_every_steps": 6,
+                          "device": "cpu"})  # two ranks on the CPU (gloo): one GPU would refuse a second rank
 
 
 def _records(run_dir, split):

@@ -28,7 +28,8 @@ def test_a_run_leaves_config_metrics_checkpoints_and_summary(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["step"] == 11 and summary["checkpoint"].endswith("step_00000011")
     environment = summary["environment"]  # what bitwise agreement with another run depends on
-    assert environment["torch"] == torch.__version__ and environment["device"] == "cpu"
+    expected_device = "cuda:0" if torch.cuda.is_available() else "cpu"  # run.device: auto
+    assert environment["torch"] == torch.__version__ and environment["device"] == expected_device
     assert environment["threads"] == torch.get_num_threads() and environment["cpu"]
     weights, state = load_checkpoint(run_dir / "checkpoints" / "step_00000011")
     assert state["step"] == 11 and (state["epoch"], state["batch_in_epoch"]) == (1, 0)

@@ -11,7 +11,7 @@ from train_helpers import run_command, tiny_config
 from layerscale.cli import main
 
 NONFINITE = tiny_config(optim={"lr": 1e20, "min_lr": 0.0, "weight_decay": 0.0, "warmup_steps": 0, "max_steps": 6},
-                        run={"checkpoint_every_steps": 0})
+                        run={"checkpoint_every_steps": 0, "device": "cpu"})  # two ranks: the CPU (gloo)
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 CONFIG = {"data": {"batch_size": 16}, "optim": {"epochs": 2, "lr": 1e-2, "warmup_steps": 2},
-          "run": {"progress": "none", "eval_every_steps": 3, "checkpoint_every_steps": 6, "log_every_steps": 3}}
+          "run": {"progress": "none", "eval_every_steps": 3, "checkpoint_every_steps": 6, "log_every_steps": 3,
+                  "device": "cpu"}}  # two ranks on the CPU (gloo): one GPU would refuse a second rank
 
 
 def build() -> tuple[nn.Module, TensorDataset, TensorDataset]:

@@ -110,9 +110,13 @@ def wrap_model(model: nn.Module, ctx: DistContext, strategy: str) -> nn.Module:
         except ImportError:
             raise ImportError(f"run.strategy: fsdp needs torch.distributed.fsdp.fully_shard (FSDP2, torch >= 2.6); "
                               f"this is torch {torch.__version__}; use run.strategy: ddp") from None
+        from torch.distributed.device_mesh import init_device_mesh
+
+        # the mesh on this run's device: left to FSDP, it takes CUDA whenever a GPU is visible (run.device: cpu too)
+        mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
         for _, block in residual_blocks(model):
-            fully_shard(block)
-        fully_shard(model)
+            fully_shard(block, mesh=mesh)
+        fully_shard(model, mesh=mesh)
         return model
     from torch.nn.parallel import DistributedDataParallel
 

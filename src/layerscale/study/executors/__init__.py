@@ -42,11 +42,11 @@ def make_pool(options: ExecutorOptions, study_dir: Path, *, jobs: int, threads: 
     """``pool(runs, desc)``: run the pending runs of ``runs`` on ``options.engine``; returns their failures.
     ``start_by``: the end of the local pool's start window (:mod:`layerscale.study.executor`); the cluster engines
     submit every run at once, so a window is refused there (``ValueError``)."""
-    module = load_engine(options.engine)
-    study_dir = Path(study_dir)
-    if start_by is not None and options.engine != "local":
+    if start_by is not None and options.engine != "local":  # refused before the engine's extra is imported
         raise ValueError(f"--start-window applies to the local executor (it stops starting runs on this machine); "
                          f"--executor {options.engine} submits every run at once: use the cluster's own time limit")
+    module = load_engine(options.engine)
+    study_dir = Path(study_dir)
 
     if options.engine == "local":
         def pool(runs, desc):
