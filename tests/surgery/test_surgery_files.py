@@ -31,6 +31,17 @@ def test_grown_timm_vit_loads_in_plain_timm(tmp_path):
     assert config["layerscale_new_blocks"] == [3, 4] and config["model_args"]["depth"] == 5
 
 
+def test_timm_folder_is_refused_on_a_timm_that_does_not_record_model_args(tmp_path, monkeypatch):
+    # timm < 1.0.31 lacks get_model_args: its save_for_hf writes no constructor arguments, and the folder would
+    # rebuild vit_tiny's defaults (depth 12, no LayerScale) instead of the grown model
+    monkeypatch.delattr(timm.models, "get_model_args", raising=False)
+    grown = grow(timm_model("vit_tiny_patch16_224"), 2, where="top")
+    with pytest.raises(ImportError, match=r"needs timm>=1\.0\.31 \(timm .* does not record the model's constructor "
+                                          r"arguments"):
+        write_model_folder(grown, "timm", tmp_path / "g", surgery={"operation": "grow"})
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_pruned_timm_vit_loads_at_new_depth_with_equal_logits(tmp_path):
     model = timm_model("deit3_small_patch16_224")
     pruned = prune(model, [1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -68,7 +68,8 @@ def _drop_prefixes(state_dict: StateDict, drop: Sequence[str], report: Conversio
 
 
 def convert_with_report(state_dict: Mapping[str, torch.Tensor], source: str = "auto", target: str = CANONICAL, *,
-                        drop: Sequence[str] = ()) -> tuple[StateDict, ConversionReport]:
+                        drop: Sequence[str] = (), target_keys: Iterable[str] | None = None,
+                        ) -> tuple[StateDict, ConversionReport]:
     """:func:`convert_state_dict` that also returns the :class:`~layerscale.interop.ConversionReport`."""
     notes: list[str] = []
     state_dict = _strip_module_prefix(dict(state_dict), notes)
@@ -88,19 +89,24 @@ def convert_with_report(state_dict: Mapping[str, torch.Tensor], source: str = "a
     if src_fmt is not None:  # two foreign formats: count the second leg only, the first is in the same report
         report.notes.append(f"via the layerscale format ({sum(report.counts.values())} tensors read)")
         report.counts.clear()
-    return dst_fmt.from_canonical(canonical, report), report
+    return dst_fmt.from_canonical(canonical, report, like=target_keys), report
 
 
 def convert_state_dict(state_dict: Mapping[str, torch.Tensor], source: str = "auto", target: str = CANONICAL, *,
-                       drop: Sequence[str] = ()) -> StateDict:
+                       drop: Sequence[str] = (), target_keys: Iterable[str] | None = None) -> StateDict:
     """Rename ``state_dict`` from format ``source`` to format ``target`` (both from :func:`list_formats`).
 
     ``source="auto"`` recognises the format from the keys (:func:`detect_format`); a ``module.`` prefix on every
     key is stripped. ``drop`` lists key prefixes to leave out on purpose (for example ``"classifier."`` of a
     Hugging Face task model). Keys that no rule of the tables claims raise ``ValueError`` listing them; tensors
     are not copied unless they must be concatenated or split.
+
+    ``target_keys``: the keys of the model the result is for. Where the target library has renamed keys across
+    releases (Hugging Face DINOv2 before transformers 5.18), the names these keys use are written (keys mixing
+    both raise ``ValueError``); without them, the names of the installed release (the current names when it is not
+    installed).
     """
-    return convert_with_report(state_dict, source, target, drop=drop)[0]
+    return convert_with_report(state_dict, source, target, drop=drop, target_keys=target_keys)[0]
 
 
 def format_of_model(model: nn.Module) -> str:
@@ -145,8 +151,9 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     """Load ``checkpoint`` (a path, a state dict, or a model object; any supported format) into ``model``; return
     the report.
 
-    The checkpoint is converted to ``model``'s own layout (:func:`format_of_model`) and compared with
-    ``model.state_dict()`` before anything is copied: keys the model lacks, and shape mismatches, always raise
+    The checkpoint is converted to ``model``'s own layout (:func:`format_of_model`; for a peer library's model, in
+    the key names of its release, read from ``model.state_dict()``) and compared with ``model.state_dict()``
+    before anything is copied: keys the model lacks, and shape mismatches, always raise
     ``ValueError`` listing them; keys the checkpoint lacks raise too unless ``strict=False`` (then they keep their
     current values and are listed in the report's notes — e.g. a classification head when loading a backbone;
     missing ``qkv`` biases are refused even then: they mean a model built with ``qkv_bias=False``).
@@ -171,7 +178,8 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
         compare_settings(source_settings, target_settings, "checkpoint's source model", type(model).__name__)
     tensors, notes = _read(checkpoint)
     target = format_of_model(model)
-    converted, report = convert_with_report(tensors, source, target, drop=drop)
+    expected = model.state_dict()
+    converted, report = convert_with_report(tensors, source, target, drop=drop, target_keys=expected.keys())
     if resample_pos_embed:
         converted = _pos_embed_for_grid(model, converted, report.notes)
     _refuse_peerless_residual(model, report.source)
@@ -179,7 +187,7 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     if source_settings and target_settings:
         report.unchecked = [name for name in report.unchecked
                             if source_settings.get(name) is None or target_settings.get(name) is None]
-    missing = check_fits(model.state_dict(), converted, strict=strict,
+    missing = check_fits(expected, converted, strict=strict,
                          what=f"checkpoint ({report.source}) does not fit {type(model).__name__}")
     _refuse_missing_qkv_bias(missing, type(model).__name__)
     with torch.no_grad():
@@ -220,7 +228,8 @@ def _refuse_peerless_residual(model: nn.Module, other_format: str) -> None:
 
 def _refuse_missing_qkv_bias(missing: list[str], model_name: str) -> None:
     """Missing query/key/value biases are a different model (``qkv_bias=False``), not a head left to train."""
-    qkv = [k for k in missing if k.endswith(("qkv.bias", "q_proj.bias", "k_proj.bias", "v_proj.bias"))]
+    qkv = [k for k in missing if k.endswith(("qkv.bias", "q_proj.bias", "k_proj.bias", "v_proj.bias",
+                                             "attention.query.bias", "attention.key.bias", "attention.value.bias"))]
     if qkv:
         raise ValueError(f"the checkpoint has no query/key/value biases but the {model_name} has them "
                          f"({format_keys(qkv, 3)}): the source was built with qkv_bias=False; build the model "

@@ -1,11 +1,14 @@
 """Hugging Face DINOv2 keys (``transformers`` ``Dinov2Model``; ``dinov2.`` prefix in task models).
 
-Layout (transformers 5): ``embeddings.{cls_token, mask_token, position_embeddings,
+Layout (transformers >= 5.18): ``embeddings.{cls_token, mask_token, position_embeddings,
 patch_embeddings.projection}``, ``encoder.layer.{i}.{norm1, attention.{q,k,v,o}_proj, layer_scale1.lambda1, norm2,
-mlp.fc1, mlp.fc2, layer_scale2.lambda1}``, ``layernorm``. Checkpoints on the Hub still use the transformers 4 names
-``attention.attention.{query,key,value}`` and ``attention.output.dense``; both are read, the current names are
-written. Hugging Face keeps query, key and value as three linears; ours is one packed ``qkv`` (rows q, then k,
-then v, each head-major), so they are concatenated on import and split on export.
+mlp.fc1, mlp.fc2, layer_scale2.lambda1}``, ``layernorm``. transformers 4.x and 5.0–5.17 name the attention
+``attention.attention.{query,key,value}`` and ``attention.output.dense`` (so do the checkpoints on the Hub, which
+transformers >= 5.18 renames when ``from_pretrained`` reads them). Both names are read. Export writes the names of
+the model the weights are for: the target model's own keys when there is one (``load_pretrained_into``), else
+those of the installed transformers (the current names when it is not installed). Hugging Face keeps query, key
+and value as three linears; ours is one packed ``qkv`` (rows q, then k, then v, each head-major), so they are
+concatenated on import and split on export.
 
 DINOv2's position embedding covers the class token too: load it into our ViT built with
 ``no_embed_class=False``. Hugging Face interpolates the position embedding whenever the image grid differs from the
@@ -18,6 +21,7 @@ export); our classification ``head`` has no slot in ``Dinov2Model`` (dropped on 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -48,6 +52,19 @@ def _check_pos_embed(state_dict: dict[str, torch.Tensor]) -> None:
                          f"no_embed_class=False")
 
 
+@functools.lru_cache(maxsize=1)
+def _installed_keys() -> tuple[str, ...] | None:
+    """The state-dict keys of a tiny ``Dinov2Model`` of the installed transformers (built on the meta device:
+    nothing allocated), or ``None`` when transformers is not installed."""
+    try:
+        from transformers import Dinov2Config, Dinov2Model
+    except ImportError:
+        return None
+    config = Dinov2Config(hidden_size=4, num_hidden_layers=1, num_attention_heads=1, image_size=4, patch_size=4)
+    with torch.device("meta"):
+        return tuple(Dinov2Model(config).state_dict())
+
+
 HF_DINOV2 = KeyFormat(
     name="hf_dinov2",
     description="Hugging Face Dinov2Model (encoder.layer.{i}.layer_scale1.lambda1; 'dinov2.' prefix stripped)",
@@ -71,6 +88,8 @@ HF_DINOV2 = KeyFormat(
               L + "attention.attention.value.{p}"), B + "attn.qkv.{p}"),
         Rule(L + "attention.output.dense.{p}", B + "attn.proj.{p}"),
     ),
+    legacy_names="transformers < 5.18",
+    installed_keys=_installed_keys,
     import_drops=(Dropped(MASK_TOKEN, "masked-image pre-training token, no counterpart in our ViT"),),
     export_drops=(Dropped("head.{p}", "Dinov2Model has no classification head"),),
     strip_prefixes=("dinov2.",),

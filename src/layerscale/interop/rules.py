@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 
@@ -150,21 +150,61 @@ StateDict = dict[str, torch.Tensor]
 class KeyFormat:
     """A foreign checkpoint layout: its rename table and the few things a table cannot say.
 
-    ``legacy_rules`` are accepted on import only (names of older releases). ``import_drops`` / ``export_drops``
-    are keys with no counterpart on the other side. ``strip_prefixes`` are wrapper prefixes removed on import
-    (``"dinov2."`` in task models). ``export_hook(state_dict, report)`` adds keys the other model needs that ours
-    lacks; ``check(canonical_state_dict)`` raises ``ValueError`` for shapes the other model cannot take.
+    ``legacy_rules`` are the names of older releases of the other library (``legacy_names`` says which), each
+    standing for the rule of ``rules`` with the same canonical key. Import reads both. Export writes the names the
+    target uses (:meth:`uses_legacy_names` of the target's keys, ``like``); without the target's keys, those of the
+    installed library (``installed_keys()``, ``None`` when it is not installed: then the current names).
+    ``import_drops`` / ``export_drops`` are keys with no counterpart on the other side. ``strip_prefixes`` are
+    wrapper prefixes removed on import (``"dinov2."`` in task models). ``export_hook(state_dict, report)`` adds keys
+    the other model needs that ours lacks; ``check(canonical_state_dict)`` raises ``ValueError`` for shapes the
+    other model cannot take.
     """
 
     name: str
     description: str
     rules: tuple[Rule, ...]
     legacy_rules: tuple[Rule, ...] = ()
+    legacy_names: str = "an older release"
+    installed_keys: Callable[[], Iterable[str] | None] | None = None
     import_drops: tuple[Dropped, ...] = ()
     export_drops: tuple[Dropped, ...] = ()
     strip_prefixes: tuple[str, ...] = ()
     export_hook: Callable[[StateDict, ConversionReport], None] | None = None
     check: Callable[[StateDict], None] | None = None
+
+    def __post_init__(self) -> None:
+        current = {rule.canonical for rule in self.rules}
+        orphans = [rule.canonical for rule in self.legacy_rules if rule.canonical not in current]
+        if orphans:
+            raise ValueError(f"{self.name}: legacy rules for {orphans} replace no current rule")
+
+    # ---- which names ------------------------------------------------------------------------------------------
+    def uses_legacy_names(self, keys: Iterable[str]) -> bool:
+        """Whether ``keys`` (a model's or a checkpoint's, in this format) use the names of ``legacy_rules``.
+
+        Keys that use both the legacy names and the current names they replace raise ``ValueError`` naming some
+        of each: such a model has no single layout to write.
+        """
+        keys = [self._strip_key(k) for k in keys]
+        replaced = {rule.canonical for rule in self.legacy_rules}
+        current = [k for k in keys
+                   if any(r.canonical in replaced and r.match_external(k) is not None for r in self.rules)]
+        legacy = [k for k in keys if any(r.match_external(k) is not None for r in self.legacy_rules)]
+        if current and legacy:
+            raise ValueError(f"{self.name}: the keys mix the current names {format_keys(current, 2)} and those of "
+                             f"{self.legacy_names} {format_keys(legacy, 2)}; no single layout to write")
+        return bool(legacy)
+
+    def _strip_key(self, key: str) -> str:
+        for prefix in self.strip_prefixes:
+            key = key.removeprefix(prefix)
+        return key
+
+    def _export_rules(self, legacy: bool) -> tuple[Rule, ...]:
+        if not legacy:
+            return self.rules
+        by_canonical = {rule.canonical: rule for rule in self.legacy_rules}
+        return tuple(by_canonical.get(rule.canonical, rule) for rule in self.rules)
 
     # ---- external -> ours -------------------------------------------------------------------------------------
     def to_canonical(self, state_dict: StateDict, report: ConversionReport) -> StateDict:
@@ -230,14 +270,25 @@ class KeyFormat:
         out[key] = tensor
 
     # ---- ours -> external -------------------------------------------------------------------------------------
-    def from_canonical(self, state_dict: StateDict, report: ConversionReport) -> StateDict:
-        """Rename our ``state_dict`` into this format; keys this format has no slot for raise ``ValueError``."""
+    def from_canonical(self, state_dict: StateDict, report: ConversionReport,
+                       like: Iterable[str] | None = None) -> StateDict:
+        """Rename our ``state_dict`` into this format; keys this format has no slot for raise ``ValueError``.
+
+        ``like``: the keys of the model the result is for; the names they use (current or ``legacy_rules``) are
+        written. ``None``: the installed library's (``installed_keys``), else the current names.
+        """
         if self.check is not None:
             self.check(state_dict)
+        if like is None and self.legacy_rules and self.installed_keys is not None:
+            like = self.installed_keys()
+        legacy = like is not None and self.uses_legacy_names(like)
+        if legacy:
+            report.notes.append(f"written in the key names of {self.legacy_names}, which the target uses")
+        rules = self._export_rules(legacy)
         out: StateDict = {}
         unexpected = []
         for key, tensor in state_dict.items():
-            hit = next(((r, v) for r in self.rules if (v := r.match_canonical(key)) is not None), None)
+            hit = next(((r, v) for r in rules if (v := r.match_canonical(key)) is not None), None)
             if hit is None:
                 reason = next((d.reason for d in self.export_drops if d.matches(key)), None)
                 if reason is None:

@@ -173,7 +173,7 @@ class _Folder:
 
     def hf_dinov2_layer(self, path: str, layer: nn.Module) -> None:
         scale_types = loaded_classes(_HF_DINOV2, "Dinov2LayerScale")
-        # The layer that produces each branch: transformers 5 names first, then transformers 4 names
+        # The layer that produces each branch: transformers >= 5.18 names first, then the older names
         # (attention.output.dense; SwiGLU's weights_out), each followed only by dropout before the scale.
         candidates = {1: ("attention.o_proj", "attention.output.dense"),
                       2: ("mlp.fc2", "mlp.down_proj", "mlp.weights_out")}

@@ -159,9 +159,18 @@ def _write_ours(model: nn.Module, folder: Path, extra: dict[str, Any]) -> list[s
 
 
 def _write_timm(model: nn.Module, folder: Path, extra: dict[str, Any]) -> list[str]:
-    from timm.models import save_for_hf
+    """``save_for_hf`` into ``folder``. Refused (``ImportError``, one line) on timm < 1.0.31: before it, neither
+    ``create_model`` nor ``save_for_hf`` records the model's constructor arguments (``model_args``: depth, image
+    size, ``init_values``, ...), so ``create_model("local-dir:...")`` would rebuild the architecture's defaults, not
+    this model. timm >= 1.0.31 is recognised by what it adds for that, ``timm.models.get_model_args``."""
+    import timm
+    from timm import models
 
-    save_for_hf(model, str(folder), model_config=dict(extra), safe_serialization=True)
+    if not hasattr(models, "get_model_args"):
+        raise ImportError(f"writing a timm model folder needs timm>=1.0.31 (timm {timm.__version__} does not record "
+                          f"the model's constructor arguments, so the folder would not rebuild this model): "
+                          f"pip install 'timm>=1.0.31'")
+    models.save_for_hf(model, str(folder), model_config=dict(extra), safe_serialization=True)
     return ["timm.create_model('local-dir:DEST', pretrained=True)"]
 
 
