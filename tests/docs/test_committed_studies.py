@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from layerscale.cli import main
+from layerscale.study.results_page import FOLDERS, ORIGINALS
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 STUDIES = sorted(p.parent.name for p in RESULTS.glob("*/runs.tar.xz") if (p.parent / "study.json").is_file())
@@ -18,8 +19,16 @@ TABLES = ("results.md", "results.csv", "runs.csv")
 INPUTS = ("study.json", "tuning.json", "runs.tar.xz")
 
 
-def test_the_committed_studies_are_found():
-    assert {"depthbench", "fashion", "lm"} <= set(STUDIES)
+def test_the_studies_on_the_page_are_found():
+    """Every folder docs/RESULTS.md reads a study from is rebuilt below (a replaced original keeps only its tables;
+    its README says how to restore its archive from the repository's history)."""
+    assert set(FOLDERS.values()) <= set(STUDIES)
+
+
+def test_a_replaced_original_keeps_what_the_page_reads():
+    for original in set(ORIGINALS.values()) - set(STUDIES):
+        for file in ("DESIGN.md", "README.md", "study.json", "results.csv", "runs.csv"):
+            assert (RESULTS / original / file).is_file(), f"{original}/{file}"
 
 
 @pytest.mark.parametrize("name", STUDIES)
