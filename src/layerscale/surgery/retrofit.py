@@ -68,8 +68,9 @@ def _timm_vit_block(block: nn.Module, actions: list[Callable[[float], None]]) ->
 
 
 def _hf_vit_layer(path: str, layer: nn.Module, actions: list[Callable[[float], None]]) -> bool:
-    # transformers >= 5: ViTLayer adds both residuals itself, after attention.o_proj and mlp.fc2;
-    # transformers 4: attention.output.dense and output.dense (ViTOutput adds its residual after the dense).
+    # transformers >= 5.9: ViTLayer adds both residuals itself, after attention.o_proj and mlp.fc2;
+    # transformers 4.x and 5.0-5.8: attention.output.dense and output.dense (ViTOutput adds its residual after
+    # the dense). Read from the wheels of 5.8.0 and 5.9.0 (models/vit/modeling_vit.py).
     candidates = (("attention", "o_proj"), ("mlp", "fc2"), ("attention", "output", "dense"), ("output", "dense"))
     found = False
     for names in candidates:
