@@ -148,6 +148,27 @@ def test_unpack_restores_the_run_folders_and_training_a_packed_study_is_refused(
         unpack_runs(folder)
 
 
+def test_a_study_without_its_records_refuses_to_rebuild_or_retrain_and_changes_nothing(study, tmp_path, capsys):
+    """A replaced study keeps its tables but not its archive (docs/results/<study>/README.md): --report-only there
+    must not rewrite the committed tables empty, nor a retrain find no config; both point at the README."""
+    from layerscale.study.retrain import committed_config
+
+    folder = _copy(study, tmp_path / "study")
+    assert main(["study", "--out", str(folder), "--report-only", "--no-report"]) == 0
+    shutil.rmtree(folder / "runs")
+    (folder / "README.md").write_text("git show REV:runs.tar.xz > runs.tar.xz\n")
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    for argv in (["--report-only"], [], ["--estimate"]):
+        assert main(["study", "--out", str(folder), *argv]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and "no run records" in error and "12 run(s) that ran" in error
+        assert "README.md says how" in error and ("--report-only" in error) == (argv == ["--report-only"])
+    with pytest.raises(ValueError, match="retraining run 'prenorm-d2-lr0.001-s0' needs their records"):
+        committed_config(folder, "prenorm-d2-lr0.001-s0")
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    assert not (folder / "runs").exists()
+
+
 def _archive_with(member: tarfile.TarInfo, data: bytes = b"x") -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:xz") as tar:

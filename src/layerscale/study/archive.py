@@ -23,12 +23,16 @@ deletes it. The contract:
   copies the files it wrote back (each atomically); the study folder is untouched on any error. A folder with a
   ``runs/`` folder is read from that folder, archive or not. Training (continuing the study) needs the run folders:
   ``--unpack`` restores ``runs/`` from the archive (into a temporary folder, renamed into place when complete).
+  A folder with neither, whose ``runs.csv`` lists runs that ran (a replaced study keeps only its tables), is
+  refused by every command that would read its records (:func:`refuse_without_records`): the tables stay as they
+  are, and the message points at the folder's ``README.md``, which says how to restore the archive.
 - **Refused archives**: a member outside ``runs/``, an absolute path or ``..``, a link or device, or a damaged
   file: one ``ValueError`` naming the archive and the member; nothing is extracted into the study folder.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -47,9 +51,10 @@ from ..train.metrics_log import METRICS_FILE
 from .grid import RUNS_DIR
 
 __all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed", "refuse_packed",
-           "report_from_archive", "relocated", "compact_metrics"]
+           "refuse_without_records", "report_from_archive", "relocated", "compact_metrics"]
 
 ARCHIVE_FILE = "runs.tar.xz"
+_RUNS_TABLE = "runs.csv"  # the run table a study writes beside its records (layerscale.study.results)
 _SKIPPED_DIRS = frozenset({"checkpoints", "tensorboard"})
 _SKIPPED_SUFFIXES = (".tmp", ".safetensors", ".pt", ".ckpt")
 _PRESET = 9  # xz's largest dictionary (64 MiB): the runs of one study repeat each other's keys and structure
@@ -90,6 +95,27 @@ def refuse_packed(study_dir: str | os.PathLike, what: str) -> None:
         raise ValueError(f"{Path(study_dir) / ARCHIVE_FILE}: the study's runs are packed and {RUNS_DIR}/ is absent; "
                          f"{what} needs the run folders: restore them with layerscale study --out {study_dir} "
                          "--unpack (or rebuild the tables and report from the archive with --report-only)")
+
+
+def refuse_without_records(study_dir: str | os.PathLike, what: str) -> None:
+    """``ValueError`` when ``study_dir`` has neither ``runs/`` nor ``runs.tar.xz`` while its ``runs.csv`` lists runs
+    that ran: ``what`` (rebuilding the tables, training on, retraining a run) needs those records, and without them
+    would rewrite the committed tables empty (or start the study over). A study whose archive was moved out of the
+    working tree (a replaced study) says in its ``README.md`` how to restore it; the message points there."""
+    study_dir = Path(study_dir)
+    if (study_dir / RUNS_DIR).exists() or _archive(study_dir).is_file():
+        return
+    table = study_dir / _RUNS_TABLE
+    if not table.is_file():
+        return
+    with table.open(newline="", encoding="utf-8") as handle:
+        ran = sum(row.get("status") not in (None, "", "pending") for row in csv.DictReader(handle))
+    if ran:
+        readme = study_dir / "README.md"
+        how = f" ({readme} says how)" if readme.is_file() else ""
+        raise ValueError(f"{study_dir}: no run records ({RUNS_DIR}/ and {ARCHIVE_FILE} are both absent) while its "
+                         f"{_RUNS_TABLE} lists {ran} run(s) that ran; {what} needs their records (without them it "
+                         f"would rewrite the tables empty): restore {ARCHIVE_FILE} first{how}")
 
 
 # ---- packing ------------------------------------------------------------------------------------------------

@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out or f"runs/study-{args.preset or DEFAULT_PRESET}")
     # -- packed run folders (layerscale.study.archive) ------------------------------------------------------
-    from .archive import pack_runs, refuse_packed, unpack_runs
+    from .archive import pack_runs, refuse_packed, refuse_without_records, unpack_runs
 
     if args.pack or args.unpack:
         if args.pack and args.unpack:
@@ -262,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.report_only:
         refuse_packed(out, "the dry run" if args.dry_run else "--estimate" if args.estimate else "training")
+    refuse_without_records(out, "--report-only" if args.report_only else "the dry run" if args.dry_run
+                           else "--estimate" if args.estimate else "training")
     if args.report_only and _design_untouched(args):
         spec = saved_spec(out)
     elif continues_saved_design(args, out):

@@ -23,8 +23,9 @@ DIVERGED_FILE = "diverged.json"  # an evidence run that stopped on a non-finite 
 
 
 def _run_folder(study_dir: Path, run_id: str) -> Path:
-    from .archive import is_packed, unpack_runs
+    from .archive import is_packed, refuse_without_records, unpack_runs
 
+    refuse_without_records(study_dir, f"retraining run {run_id!r}")
     folder = study_dir / "runs" / run_id
     if not folder.is_dir() and is_packed(study_dir):
         unpack_runs(study_dir)
