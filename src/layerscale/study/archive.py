@@ -32,7 +32,6 @@ deletes it. The contract:
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -48,6 +47,7 @@ from typing import TypeVar
 from ..atomic_io import write_bytes_atomic
 from ..diagnostics.records import COMPACT_DIGITS, compact_record
 from ..train.metrics_log import METRICS_FILE
+from .csv_rows import read_rows
 from .grid import RUNS_DIR
 
 __all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed", "refuse_packed",
@@ -105,11 +105,7 @@ def refuse_without_records(study_dir: str | os.PathLike, what: str) -> None:
     study_dir = Path(study_dir)
     if (study_dir / RUNS_DIR).exists() or _archive(study_dir).is_file():
         return
-    table = study_dir / _RUNS_TABLE
-    if not table.is_file():
-        return
-    with table.open(newline="", encoding="utf-8") as handle:
-        ran = sum(row.get("status") not in (None, "", "pending") for row in csv.DictReader(handle))
+    ran = sum(row.get("status") not in (None, "", "pending") for row in read_rows(study_dir / _RUNS_TABLE))
     if ran:
         readme = study_dir / "README.md"
         how = f" ({readme} says how)" if readme.is_file() else ""

@@ -260,10 +260,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--pack and --unpack: choose one")
         print(pack_runs(out) if args.pack else f"unpacked {unpack_runs(out)}")
         return 0
+    action = ("--report-only" if args.report_only else "the dry run" if args.dry_run
+              else "--estimate" if args.estimate else "training")
     if not args.report_only:
-        refuse_packed(out, "the dry run" if args.dry_run else "--estimate" if args.estimate else "training")
-    refuse_without_records(out, "--report-only" if args.report_only else "the dry run" if args.dry_run
-                           else "--estimate" if args.estimate else "training")
+        refuse_packed(out, action)
+    refuse_without_records(out, action)
     if args.report_only and _design_untouched(args):
         spec = saved_spec(out)
     elif continues_saved_design(args, out):
