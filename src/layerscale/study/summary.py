@@ -128,6 +128,7 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
              f"{spec.reference_method} at that depth, tuned table; ``METHOD@A:B``: the depth-use interaction).", "",
              "| comparison | difference [95 % CI] | " + ("two-level bootstrap 95 % | " if boot else "")
              + "p | Holm p | verdict |", "|---|---:|" + ("---:|" if boot else "") + "---:|---:|---|"]
+    dashes = []  # cell comparisons left without a bootstrap interval
     for entry in spec.primary:
         item = by_key.get(primary_key(entry))
         if item is None:
@@ -137,6 +138,7 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
         if boot:
             b = getattr(item, "bootstrap", None)
             row += (f"[{b[0]:+.{metric.digits}f}, {b[1]:+.{metric.digits}f}] | " if b else "— | ")
+            dashes += [entry] if b is None and isinstance(item, CellResult) and item.diff is not None else []
         row += (f"{format_p(item.p_raw)} | {format_p(item.p_adj)} | "
                 f"{verdict(item.diff, metric.higher_is_better, item.p_adj)} |")
         lines.append(row)
@@ -144,6 +146,13 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
         lines += ["", f"The bootstrap column resamples seeds and test examples ({spec.bootstrap} draws; "
                       "docs/study.md): it adds the test split's own sampling noise, which the t-interval over seeds "
                       "sees only through the seed-to-seed spread."]
+        if any(isinstance(by_key.get(primary_key(e)), Contrast) for e in spec.primary):
+            lines[-1] += (" The depth-use interactions have none: the bootstrap is drawn for a comparison paired by "
+                          "seed and test example at one depth, and an interaction sets two depths' models apart.")
+        if dashes:
+            lines[-1] += (f" No bootstrap interval for {', '.join(dashes)}: some of the row's paired runs have no "
+                          "per-example test outcomes (runs reused unchanged from a study that predates them), and an "
+                          "interval over the other seeds alone would describe a different sample than the row's.")
     return lines + [""]
 
 
