@@ -128,7 +128,7 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
              f"{spec.reference_method} at that depth, tuned table; ``METHOD@A:B``: the depth-use interaction).", "",
              "| comparison | difference [95 % CI] | " + ("two-level bootstrap 95 % | " if boot else "")
              + "p | Holm p | verdict |", "|---|---:|" + ("---:|" if boot else "") + "---:|---:|---|"]
-    dashes = []  # cell comparisons left without a bootstrap interval
+    dashes, interactions = [], False  # cell comparisons left without a bootstrap interval; any interaction row
     for entry in spec.primary:
         item = by_key.get(primary_key(entry))
         if item is None:
@@ -139,6 +139,7 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
             b = getattr(item, "bootstrap", None)
             row += (f"[{b[0]:+.{metric.digits}f}, {b[1]:+.{metric.digits}f}] | " if b else "— | ")
             dashes += [entry] if b is None and isinstance(item, CellResult) and item.diff is not None else []
+            interactions = interactions or isinstance(item, Contrast)
         row += (f"{format_p(item.p_raw)} | {format_p(item.p_adj)} | "
                 f"{verdict(item.diff, metric.higher_is_better, item.p_adj)} |")
         lines.append(row)
@@ -146,7 +147,7 @@ def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Cont
         lines += ["", f"The bootstrap column resamples seeds and test examples ({spec.bootstrap} draws; "
                       "docs/study.md): it adds the test split's own sampling noise, which the t-interval over seeds "
                       "sees only through the seed-to-seed spread."]
-        if any(isinstance(by_key.get(primary_key(e)), Contrast) for e in spec.primary):
+        if interactions:
             lines[-1] += (" The depth-use interactions have none: the bootstrap is drawn for a comparison paired by "
                           "seed and test example at one depth, and an interaction sets two depths' models apart.")
         if dashes:
