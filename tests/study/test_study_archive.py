@@ -18,6 +18,7 @@ from layerscale.diagnostics.records import compact_record
 from layerscale.study.archive import ARCHIVE_FILE, compact_metrics, pack_runs, unpack_runs
 from layerscale.study.grid import StudySpec
 from layerscale.study.study import run_study
+from layerscale.train.run_lock import LOCK_FILE
 from study_helpers import TINY_BASE
 
 pytest.importorskip("matplotlib")
@@ -57,6 +58,7 @@ def _write_run(run_dir: Path, method: str, depth: int, seed: int) -> None:
     (run_dir / "config.yaml").write_text(f"model:\n  residual: {method}\n  depth: {depth}\n")
     (run_dir / "checkpoints" / "step_000020").mkdir(parents=True)
     (run_dir / "checkpoints" / "step_000020" / "model.safetensors").write_bytes(b"weights")
+    (run_dir / LOCK_FILE).touch()  # left by the process that trained the run (layerscale.train.run_lock)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +114,7 @@ def test_the_archive_holds_every_record_but_no_checkpoint_and_compacts_only_diag
     run = "runs/layerscale-d4-lr0.001-s1"
     assert {f"{run}/metrics.jsonl", f"{run}/study_status.json", f"{run}/config.yaml",
             "runs/tune/layerscale-d2-lr0.003-s1000/metrics.jsonl"} <= set(members)
-    assert not [n for n in members if "checkpoints" in n or n.endswith((".tmp", ".safetensors"))]
+    assert not [n for n in members if "checkpoints" in n or n.endswith((".tmp", ".safetensors", LOCK_FILE))]
     assert result.files == len(members) and all(i.mtime == 0 and i.uname == "" for i in infos)
     original = (folder / run / "metrics.jsonl").read_bytes().splitlines()
     packed = members[f"{run}/metrics.jsonl"].splitlines()

@@ -7,9 +7,10 @@ in a repository: ``layerscale study --out DIR --pack`` writes every file under `
 deletes it. The contract:
 
 - **What goes in**: every regular file under ``runs/`` except checkpoints and other weights (a ``checkpoints/``
-  or ``tensorboard/`` folder, ``*.safetensors``, ``*.pt``, ``*.ckpt``) and temporary files (``*.tmp``), as
-  ``runs/<path>``. The archive is deterministic (sorted members, mtime 0, no owner names, fixed modes): packing
-  the same records twice gives the same bytes, so a repository holds one version of it, not one per repack.
+  or ``tensorboard/`` folder, ``*.safetensors``, ``*.pt``, ``*.ckpt``), temporary files (``*.tmp``) and the run
+  lock a live process holds (``.lock``, :mod:`layerscale.train.run_lock`), as ``runs/<path>``. The archive is
+  deterministic (sorted members, mtime 0, no owner names, fixed modes): packing the same records twice gives the
+  same bytes, so a repository holds one version of it, not one per repack.
 - **Diagnostics records are compacted** (:func:`layerscale.diagnostics.records.compact_record`): in every
   ``metrics.jsonl`` line whose ``split`` is ``"diagnostics"`` every float is rounded to 4 significant digits
   except ``scale_mean`` (the γ / α heatmaps read it), which is kept exactly. Every other line is copied byte for
@@ -47,6 +48,7 @@ from typing import TypeVar
 from ..atomic_io import write_bytes_atomic
 from ..diagnostics.records import COMPACT_DIGITS, compact_record
 from ..train.metrics_log import METRICS_FILE
+from ..train.run_lock import LOCK_FILE
 from .csv_rows import read_rows
 from .grid import RUNS_DIR
 
@@ -56,7 +58,7 @@ __all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed"
 ARCHIVE_FILE = "runs.tar.xz"
 _RUNS_TABLE = "runs.csv"  # the run table a study writes beside its records (layerscale.study.results)
 _SKIPPED_DIRS = frozenset({"checkpoints", "tensorboard"})
-_SKIPPED_SUFFIXES = (".tmp", ".safetensors", ".pt", ".ckpt")
+_SKIPPED_SUFFIXES = (".tmp", ".safetensors", ".pt", ".ckpt", LOCK_FILE)
 _PRESET = 9  # xz's largest dictionary (64 MiB): the runs of one study repeat each other's keys and structure
 _DIAGNOSTICS_SPLIT = "diagnostics"
 
