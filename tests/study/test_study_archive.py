@@ -16,6 +16,7 @@ import pytest
 from layerscale.cli import main
 from layerscale.diagnostics.records import compact_record
 from layerscale.study.archive import ARCHIVE_FILE, compact_metrics, pack_runs, unpack_runs
+from layerscale.study.columnar_metrics import COLUMNS_FILE, decode_metrics
 from layerscale.study.grid import StudySpec
 from layerscale.study.study import run_study
 from layerscale.train.run_lock import LOCK_FILE
@@ -112,12 +113,15 @@ def test_the_archive_holds_every_record_but_no_checkpoint_and_compacts_only_diag
         members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
         infos = tar.getmembers()
     run = "runs/layerscale-d4-lr0.001-s1"
-    assert {f"{run}/metrics.jsonl", f"{run}/study_status.json", f"{run}/config.yaml",
-            "runs/tune/layerscale-d2-lr0.003-s1000/metrics.jsonl"} <= set(members)
+    assert {f"{run}/{COLUMNS_FILE}", f"{run}/study_status.json", f"{run}/config.yaml",
+            f"runs/tune/layerscale-d2-lr0.003-s1000/{COLUMNS_FILE}"} <= set(members)
+    assert not [n for n in members if n.endswith("metrics.jsonl")]  # every log is stored column-wise
     assert not [n for n in members if "checkpoints" in n or n.endswith((".tmp", ".safetensors", LOCK_FILE))]
     assert result.files == len(members) and all(i.mtime == 0 and i.uname == "" for i in infos)
     original = (folder / run / "metrics.jsonl").read_bytes().splitlines()
-    packed = members[f"{run}/metrics.jsonl"].splitlines()
+    unpacked = decode_metrics(members[f"{run}/{COLUMNS_FILE}"], "test")
+    assert len(members[f"{run}/{COLUMNS_FILE}"]) < len(unpacked)
+    packed = unpacked.splitlines()
     assert len(packed) == len(original)
     for before, after in zip(original, packed):
         record = json.loads(before)
@@ -130,7 +134,7 @@ def test_the_archive_holds_every_record_but_no_checkpoint_and_compacts_only_diag
         assert block["attn"]["scale_mean"] == kept["attn"]["scale_mean"]  # exact: the heatmaps read it
         assert block["attn"]["scale_max"] == float(f"{kept['attn']['scale_max']:.4g}")
         assert compact == compact_record(record) and len(after) < len(before)
-    assert compact_metrics(members[f"{run}/metrics.jsonl"]) == members[f"{run}/metrics.jsonl"]  # idempotent
+    assert compact_metrics(unpacked) == unpacked  # idempotent
     assert pack_runs(folder).archive.read_bytes() == result.archive.read_bytes()  # deterministic
 
 
@@ -195,7 +199,9 @@ def _symlink(name: str) -> tarfile.TarInfo:
     _archive_with(tarfile.TarInfo("results.md")),
     _archive_with(_symlink("runs/a/config.yaml")),
     b"not an xz archive at all",
-], ids=["dotdot", "absolute", "outside-runs", "symlink", "damaged"])
+    _archive_with(tarfile.TarInfo(f"runs/a/{COLUMNS_FILE}"), b"{}"),
+    _archive_with(tarfile.TarInfo(f"runs/b/{COLUMNS_FILE}"), b'{"format": "layerscale.metrics-columns", "version": 2}'),
+], ids=["dotdot", "absolute", "outside-runs", "symlink", "damaged", "log-stored-twice", "damaged-columns"])
 def test_an_unsafe_or_damaged_archive_is_one_line_and_changes_nothing(study, tmp_path, capsys, archive):
     folder = _copy(study, tmp_path / "study")
     shutil.rmtree(folder / "runs")
