@@ -91,8 +91,10 @@ def _document(**change) -> bytes:
     b"not json", b"[1, 2]", _document(format="something else"), _document(version=2), _document(lines=[0, 0, 1]),
     _document(lines=[0]), _document(lines=[0, 0, 0]), _document(lines=[True, 0]), _document(columns=[[1, 2]]),
     _document(constants=[None]), _document(varying=[10_000] + list(range(2, 11))),
+    _document(constants={str(i): None for i in range(23)}), _document(lines="00"),
 ], ids=["not-json", "not-an-object", "format", "version", "unknown-group", "too-few-rows", "too-many-rows",
-        "bool-index", "columns-missing", "constants-short", "leaf-out-of-range"])
+        "bool-index", "columns-missing", "constants-short", "leaf-out-of-range", "constants-not-a-list",
+        "lines-not-a-list"])
 def test_a_document_that_is_not_a_columnar_log_is_refused_in_one_line(document):
     with pytest.raises(ValueError, match=r"^runs/x/metrics.columns.json: not a columnar metrics log \(") as error:
         decode_metrics(document, "runs/x/metrics.columns.json")

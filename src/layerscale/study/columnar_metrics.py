@@ -124,6 +124,8 @@ def _decoded_lines(document: dict) -> list[str]:
     groups = []
     for k, group in enumerate(document["groups"]):
         constants, varying, columns = group["constants"], group["varying"], group["columns"]
+        if not all(isinstance(part, list) for part in (constants, varying, columns, *columns)):
+            raise ValueError(f"group {k}: constants, varying and columns must be lists (columns of lists)")
         lengths = {len(column) for column in columns}
         if len(varying) != len(columns) or len(lengths) > 1 or not all(0 <= i < len(constants) for i in varying):
             raise ValueError(f"group {k}: {len(varying)} varying leaves, {len(columns)} columns of lengths "
@@ -137,6 +139,8 @@ def _decoded_lines(document: dict) -> list[str]:
         groups.append((group["skeleton"], constants, varying, columns))
     used = [0] * len(groups)
     out = []
+    if not isinstance(document["lines"], list) or not isinstance(document["groups"], list):
+        raise ValueError("'lines' and 'groups' must be lists")
     for entry in document["lines"]:
         if isinstance(entry, str):
             out.append(entry)
