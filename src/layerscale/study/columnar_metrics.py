@@ -121,6 +121,8 @@ def _decoded_lines(document: dict) -> list[str]:
     if document.get("format") != _FORMAT or document.get("version") != _VERSION:
         raise ValueError(f"format {document.get('format')!r} version {document.get('version')!r}, expected "
                          f"{_FORMAT!r} version {_VERSION}")
+    if not isinstance(document["lines"], list) or not isinstance(document["groups"], list):
+        raise ValueError("'lines' and 'groups' must be lists")
     groups = []
     for k, group in enumerate(document["groups"]):
         constants, varying, columns = group["constants"], group["varying"], group["columns"]
@@ -139,8 +141,6 @@ def _decoded_lines(document: dict) -> list[str]:
         groups.append((group["skeleton"], constants, varying, columns))
     used = [0] * len(groups)
     out = []
-    if not isinstance(document["lines"], list) or not isinstance(document["groups"], list):
-        raise ValueError("'lines' and 'groups' must be lists")
     for entry in document["lines"]:
         if isinstance(entry, str):
             out.append(entry)
@@ -153,7 +153,7 @@ def _decoded_lines(document: dict) -> list[str]:
             leaves[index] = column[row]
         used[entry] += 1
         out.append(json.dumps(_filled(skeleton, iter(leaves))))
-    for k, (_, constants, varying, columns) in enumerate(groups):
+    for k, (*_, columns) in enumerate(groups):
         rows = len(columns[0]) if columns else used[k]
         if used[k] != rows:
             raise ValueError(f"group {k} holds {rows} records, the lines use {used[k]}")
