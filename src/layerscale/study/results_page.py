@@ -62,7 +62,7 @@ __all__ = ["STUDIES", "FOLDERS", "ORIGINALS", "Study", "load_study", "render_blo
 STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
            "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
 #: each study's folder under docs/results (a redo's folder once it is complete and replaces the study on the page)
-FOLDERS = {"fashion": "fashion", "lm": "lm-grid", "depthbench": "depthbench-grid"}
+FOLDERS = {"fashion": "fashion-grid", "lm": "lm-grid", "depthbench": "depthbench-grid"}
 #: the folder of the version a redo replaced: the ``<study>-redo`` block compares the two
 ORIGINALS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
 #: the evidence folders under docs/results with a block of their own: block name -> (folder, sections, glance)
