@@ -2,7 +2,8 @@
 
 Depth surgery in both directions — :func:`~layerscale.surgery.grow` (insert blocks) and
 :func:`~layerscale.surgery.prune` (remove blocks) — edits a model through one adapter per family
-(:class:`BlockFamily`), so that supporting a new family is one small adapter file in
+(:class:`BlockFamily`, defined in :mod:`layerscale.surgery.block_families.base` and
+re-exported here), so that supporting a new family is one small adapter file in
 :mod:`layerscale.surgery.block_families`:
 
 * :meth:`~BlockFamily.blocks` reads the stack in forward order;
@@ -22,55 +23,16 @@ from __future__ import annotations
 
 from torch import nn
 
+from .block_families.base import BlockFamily
+from .block_families.hf_decoder import HFDecoderFamily
+from .block_families.ours import OurFamily
+from .block_families.timm_cait import TimmCaitFamily
+from .block_families.timm_vit import TimmViTFamily
+
 __all__ = ["BlockFamily", "block_family", "FAMILY_NAMES"]
 
 
-class BlockFamily:
-    """The adapter of one model family (see the module docstring). Subclasses implement every method."""
-
-    #: short name shown in messages and recorded in written configs
-    name = "?"
-
-    def matches(self, model: nn.Module) -> bool:
-        """Whether ``model`` belongs to this family."""
-        raise NotImplementedError
-
-    def check_editable(self, model: nn.Module) -> None:
-        """``ValueError`` (one line) when this model's depth cannot be changed exactly (e.g. a residual method
-        whose blocks depend on the depth, which a model rebuilt at another depth would not reproduce)."""
-
-    def blocks(self, model: nn.Module) -> list[nn.Module]:
-        """The main stack, in forward order."""
-        raise NotImplementedError
-
-    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
-        """Make ``blocks`` the model's stack; ``origin[i]`` is the old index of new block ``i`` (for a copy, the
-        block it was copied from), used for per-layer configuration such as ``layer_types``."""
-        raise NotImplementedError
-
-    def add_scales(self, model: nn.Module) -> None:
-        """LayerScale on both branches of every block; ``γ = 1`` on the branches that had none."""
-        raise NotImplementedError
-
-    def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
-        """The γ of both branches of ``block`` (empty when it has none)."""
-        raise NotImplementedError
-
-    def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
-        """Fresh weights for ``block`` with the family's initialisation."""
-        raise NotImplementedError
-
-    def depth_key(self) -> str:
-        """How the family's constructor / config calls the depth (for messages and docs)."""
-        return "depth"
-
-
 def _families() -> list[BlockFamily]:
-    from .block_families.hf_decoder import HFDecoderFamily
-    from .block_families.ours import OurFamily
-    from .block_families.timm_cait import TimmCaitFamily
-    from .block_families.timm_vit import TimmViTFamily
-
     return [OurFamily(), TimmViTFamily(), TimmCaitFamily(), HFDecoderFamily()]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..block_list import BlockFamily
+from .base import BlockFamily
 from ..hf_decoder_layers import branch_outputs, decoder_layer_types
 from ..retrofit import add_layerscale
 

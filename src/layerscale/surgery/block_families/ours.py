@@ -20,7 +20,7 @@ from ...models.gpt import GPT
 from ...models.init import init_transformer_weights
 from ...models.vit import VisionTransformer
 from ...residual.registry import resolve_residual
-from ..block_list import BlockFamily
+from .base import BlockFamily
 from ..retrofit import add_layerscale
 
 __all__ = ["OurFamily"]

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ...models.init import init_transformer_weights
-from ..block_list import BlockFamily
+from .base import BlockFamily
 from ..peers import loaded_classes
 
 __all__ = ["TimmViTFamily"]

@@ -1,0 +1,50 @@
+"""The base class of the block-list adapters (:mod:`layerscale.surgery.block_list`), in a file of its own so that
+the registry imports the families and each family imports only this base — no import runs back up to the registry.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+__all__ = ["BlockFamily"]
+
+
+class BlockFamily:
+    """The adapter of one model family (see :mod:`layerscale.surgery.block_list`). Subclasses implement every
+    method."""
+
+    #: short name shown in messages and recorded in written configs
+    name = "?"
+
+    def matches(self, model: nn.Module) -> bool:
+        """Whether ``model`` belongs to this family."""
+        raise NotImplementedError
+
+    def check_editable(self, model: nn.Module) -> None:
+        """``ValueError`` (one line) when this model's depth cannot be changed exactly (e.g. a residual method
+        whose blocks depend on the depth, which a model rebuilt at another depth would not reproduce)."""
+
+    def blocks(self, model: nn.Module) -> list[nn.Module]:
+        """The main stack, in forward order."""
+        raise NotImplementedError
+
+    def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
+        """Make ``blocks`` the model's stack; ``origin[i]`` is the old index of new block ``i`` (for a copy, the
+        block it was copied from), used for per-layer configuration such as ``layer_types``."""
+        raise NotImplementedError
+
+    def add_scales(self, model: nn.Module) -> None:
+        """LayerScale on both branches of every block; ``γ = 1`` on the branches that had none."""
+        raise NotImplementedError
+
+    def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
+        """The γ of both branches of ``block`` (empty when it has none)."""
+        raise NotImplementedError
+
+    def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
+        """Fresh weights for ``block`` with the family's initialisation."""
+        raise NotImplementedError
+
+    def depth_key(self) -> str:
+        """How the family's constructor / config calls the depth (for messages and docs)."""
+        return "depth"
