@@ -1,0 +1,129 @@
+"""Reading a folder someone else made: no link followed, no special file opened, every size bounded first.
+
+A study folder shared by a colleague, a run folder to reuse, a model folder downloaded from anywhere: any file in
+it may be a symbolic link (to ``/dev/zero``, to ``~/.ssh/id_rsa``), a FIFO that blocks the reader forever, or a
+regular file far larger than anything the reader expects. The functions here are the one place such folders are
+read from:
+
+- :func:`read_regular_file` opens with ``O_NOFOLLOW | O_NONBLOCK`` (a link is refused by the kernel, a FIFO does
+  not block), checks with ``fstat`` on the opened descriptor that it is a regular file (no race between a check
+  and the open), refuses one larger than ``limit`` bytes before reading, and reads at most ``limit`` bytes;
+- :func:`regular_files` lists the regular files directly inside a folder that is itself no link, naming what it
+  passed over (links, folders, special files) so the caller can say so;
+- :func:`parse_json` parses bytes as JSON of at most :data:`MAX_JSON_DEPTH` levels and checks the top-level type,
+  turning every failure (bad UTF-8, syntax, nesting, ``1e400`` → ``inf``) into one :class:`UntrustedFileError`.
+
+Every refusal is an :class:`UntrustedFileError` (a ``ValueError``) whose message is one line naming the path and
+what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+__all__ = ["UntrustedFileError", "read_regular_file", "regular_files", "parse_json", "MAX_JSON_DEPTH"]
+
+#: the deepest JSON nesting any record of ours has is 6 (a study.json's base config); 32 leaves room to grow
+MAX_JSON_DEPTH = 32
+
+
+class UntrustedFileError(ValueError):
+    """A file or folder from outside was refused; the message names it and what was expected."""
+
+
+def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of ``path``, which must be a regular file (not a link, FIFO, device or folder) of at most
+    ``limit`` bytes; :class:`UntrustedFileError` otherwise (also when it does not exist or cannot be read)."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        kind = "a symbolic link" if path.is_symlink() else (exc.strerror or type(exc).__name__).lower()
+        raise UntrustedFileError(f"{path}: refused ({kind}); expected a regular file") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path}: refused (not a regular file); expected a regular file")
+        if info.st_size > limit:
+            raise UntrustedFileError(f"{path}: refused ({info.st_size} bytes); expected at most {limit} bytes")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # it grew while being read
+            raise UntrustedFileError(f"{path}: refused (more than {limit} bytes); expected at most {limit} bytes")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UntrustedFileError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def regular_files(folder: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """``(files, passed_over)``: the names of the regular files directly in ``folder`` (sorted), and of every other
+    entry (links, folders, special files). :class:`UntrustedFileError` when ``folder`` is a link or no folder."""
+    folder = Path(folder)
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        raise UntrustedFileError(f"{folder}: refused ({(exc.strerror or str(exc)).lower()}); expected a folder") \
+            from None
+    if not stat.S_ISDIR(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+        raise UntrustedFileError(f"{folder}: refused ({kind}); expected a folder")
+    files, other = [], []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            (files if entry.is_file(follow_symlinks=False) else other).append(entry.name)
+    return sorted(files), sorted(other)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a parsed JSON value, iteratively (no recursion on hostile input), stopping past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _finite_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(data: bytes, where: str, expected: type = dict, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``data`` parsed as strict JSON (no ``NaN``/``Infinity``, no number that overflows to ``inf``), nested at most
+    ``max_depth`` levels, whose top level is an instance of ``expected``; :class:`UntrustedFileError` naming
+    ``where`` otherwise."""
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=_finite_constant,
+                           parse_float=lambda text: _finite_float(text))
+    except RecursionError:
+        raise UntrustedFileError(f"{where}: refused (nested too deep); expected at most {max_depth} levels") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UntrustedFileError(f"{where}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    if _depth(value, max_depth) > max_depth:
+        raise UntrustedFileError(f"{where}: refused (nested too deep); expected at most {max_depth} levels")
+    if not isinstance(value, expected):
+        raise UntrustedFileError(f"{where}: refused (a JSON {type(value).__name__}); expected a JSON "
+                                 f"{'object' if expected is dict else expected.__name__}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} overflows a float")
+    return value
