@@ -73,7 +73,8 @@ def depth_use_lines(spec: StudySpec, contrasts: list[Contrast], metric: Metric) 
     """The section's Markdown (empty with one depth)."""
     if len(spec.depths) < 2 or not contrasts:
         return []
-    rate = "its tuned learning rate" if spec.tuned else f"the learning rate {format_lr(spec.shared_lr)}"
+    rate = ("its tuned learning rate" if spec.tuned else "the learning rate its design fixed" if spec.fixed
+            else f"the learning rate {format_lr(spec.shared_lr)}")
     budget = (" at the same parameter budget (each depth its own width)" if spec.shapes else
               " (a deeper model is also a larger one here)")
     lines = ["## Depth use", "",

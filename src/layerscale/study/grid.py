@@ -33,8 +33,9 @@ RUNS_DIR = "runs"
 TUNE_DIR = "tune"
 
 
-#: the rate-selection modes (:mod:`layerscale.study.tuning`)
-TUNING_MODES = ("halving", "grid")
+#: the rate-selection modes (:mod:`layerscale.study.tuning`); ``fixed``: each cell's rate is part of the design
+#: (``fixed_rates``), as in a confirmatory study that re-runs another study's chosen rates on fresh seeds
+TUNING_MODES = ("halving", "grid", "fixed")
 
 #: what a study file written before a design key existed meant by its absence: one tuning seed, no grid extension,
 #: no bootstrap (so an earlier study continues, and rebuilds its tables, exactly as it was run)
@@ -119,6 +120,9 @@ class StudySpec:
     #: whether the design named its primary family before its runs (``False`` only for a study file that predates
     #: primary families: its family is the default, applied afterwards, and the report says so)
     primary_declared: bool = True
+    #: ``tuning: fixed``: ``(method, depth, lr)`` for every cell, the design's rate for that cell (nothing is tuned;
+    #: ``lrs`` is empty and there is no shared table)
+    fixed_rates: tuple[tuple[str, int, float], ...] = ()
 
     def __post_init__(self) -> None:
         from ..residual.registry import list_residuals  # here: the CLI builds presets without importing models
@@ -166,6 +170,7 @@ class StudySpec:
             raise ValueError(f"the tuning seed {clash[0]} is also a reporting seed; the tuning runs must be separate "
                              "from the reported ones (--tune-seed)")
         object.__setattr__(self, "primary", self._resolve_primary(tuple(self.primary)))
+        self._check_fixed_rates()
         if not 0.0 < self.min_budget <= 1.0:
             raise ValueError(f"--min-budget must be in (0, 1], got {self.min_budget}")
         if isinstance(self.halving_rate, bool) or not isinstance(self.halving_rate, int) or self.halving_rate < 2:
@@ -179,6 +184,37 @@ class StudySpec:
                 raise ValueError(f"--shapes must give one width per method and depth; missing: "
                                  f"{', '.join(missing) or 'none'} ({len(self.shapes)} shapes for "
                                  f"{len(self.cells())} cells)")
+
+    def _check_fixed_rates(self) -> None:
+        """``tuning: fixed`` needs one positive rate per cell, no rate grid and no shared table; other modes none."""
+        if self.tuning != "fixed":
+            if self.fixed_rates:
+                raise ValueError(f"fixed_rates is only for --tuning fixed, got tuning {self.tuning!r}")
+            return
+        rows = tuple(tuple(row) for row in self.fixed_rates)
+        object.__setattr__(self, "fixed_rates", rows)
+        if self.lrs or self.shared_table:
+            raise ValueError("--tuning fixed takes each cell's rate from fixed_rates: give no --lrs and no shared "
+                             f"table (got lrs {list(self.lrs)}, shared_table {self.shared_table})")
+        for row in rows:
+            ok = len(row) == 3 and (row[0], row[1]) in self.cells()
+            lr = row[2] if len(row) == 3 else None
+            if not ok or isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+                raise ValueError(f"fixed_rates row {list(row)} must be [METHOD, DEPTH, LR] with a studied cell and a "
+                                 "positive learning rate")
+        missing = [f"{m}@{d}" for m, d in self.cells() if sum((r[0], r[1]) == (m, d) for r in rows) != 1]
+        if missing:
+            raise ValueError(f"fixed_rates must give exactly one rate per cell; missing or repeated: "
+                             f"{', '.join(missing)}")
+
+    def fixed_rate(self, method: str, depth: int) -> float:
+        """The design's rate of one cell under ``tuning: fixed``."""
+        return float(next(lr for m, d, lr in self.fixed_rates if (m, d) == (method, depth)))
+
+    @property
+    def fixed(self) -> bool:
+        """Whether each cell's rate is fixed by the design (``tuning: fixed``)."""
+        return self.tuning == "fixed"
 
     def _resolve_primary(self, entries: tuple[str, ...]) -> tuple[str, ...]:
         """Validate ``primary`` entries; the default family is every method at the deepest depth."""
@@ -296,15 +332,18 @@ class StudySpec:
                 "shapes": [list(row) for row in self.shapes], "tuning": self.tuning, "tune_seeds": self.tune_seeds,
                 "extend_grid": self.extend_grid, "primary": list(self.primary), "bootstrap": self.bootstrap,
                 "primary_seeds": self.primary_seeds, "primary_declared": self.primary_declared,
+                # only when used, so every study file written before the key existed reads back byte-identically
+                **({"fixed_rates": [list(row) for row in self.fixed_rates]} if self.fixed_rates else {}),
                 "base": self.base}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
                 "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
-                "bootstrap", "primary_seeds", "primary_declared")
+                "bootstrap", "primary_seeds", "primary_declared", "fixed_rates")
         raw = {**LEGACY_DESIGN, **raw}
-        extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes", "primary") else raw[k]) for k in keys if k in raw}
+        extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes", "primary", "fixed_rates") else raw[k]) for k in keys
+                 if k in raw}
         return cls(tuple(raw["methods"]), tuple(raw["depths"]), tuple(raw["seeds"]), raw.get("base", {}), **extra)
 
     def check_compatible(self, study_dir: Path) -> None:

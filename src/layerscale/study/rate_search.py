@@ -153,6 +153,12 @@ def _finite(value: float) -> float | None:
 def tune_study(spec: StudySpec, study_dir: Path, total_steps: int, higher_is_better: bool, pool) -> TuningOutcome:
     """Choose every cell's rate (see the module docstring) and write ``tuning.json``. Without tuning (one rate or
     none) every cell takes that rate."""
+    if spec.fixed:
+        out = TuningOutcome(chosen={(m, d): spec.fixed_rate(m, d) for m, d in spec.cells()})
+        write_json_atomic(study_dir / TUNING_FILE, {
+            "metric": "none: every cell's rate is fixed by the design (study.json fixed_rates)", "mode": "fixed",
+            "cells": [{"method": m, "depth": d, "chosen_lr": out.chosen[(m, d)]} for m, d in spec.cells()]})
+        return out
     if not spec.tuned:
         rate = spec.lrs[0] if len(spec.lrs) == 1 else spec.shared_lr
         return TuningOutcome(chosen={cell: rate for cell in spec.cells()})

@@ -164,6 +164,9 @@ def _headline_section(spec: StudySpec, plan: StudyPlan, cells: Sequence[CellResu
 
 def _sensitivity_section(spec: StudySpec, plan: StudyPlan, cells, rungs) -> ReportSection:
     title = "Learning-rate sensitivity"
+    if spec.fixed:
+        return ReportSection(title, text="The study tuned nothing: each cell's learning rate was fixed by its design "
+                                         "(study.json fixed_rates).")
     if not spec.tuned:
         return ReportSection(title, text=f"The study was not tuned: every run used the learning rate "
                                          f"{format_lr(spec.shared_lr)} (pass several rates with --lrs to tune and "

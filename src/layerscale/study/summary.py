@@ -241,11 +241,13 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     tables = [("tuned", "Each method at its own tuned learning rate")] if spec.tuned else []
     if spec.shared_table or not spec.tuned:
         tables.append(("shared", f"Every method at the shared learning rate {format_lr(spec.shared_lr)}"))
-    if not spec.tuned:
+    if spec.fixed:
+        tables = [("tuned", "Each method at the learning rate fixed by the design")]
+    elif not spec.tuned:
         tables = [("tuned", f"Every method at the learning rate {format_lr(spec.shared_lr)} (not tuned)")]
     for table, title in tables:
         lines += [f"## {title}", ""]
-        with_lr = table == "tuned" and spec.tuned
+        with_lr = table == "tuned" and (spec.tuned or spec.fixed)
         lines += wide_table(spec, cells, table, lambda c: "tuning not finished" if c.lr is None else
                             format_interval(c.test, digits) + (f" (lr {format_lr(c.lr)})" if with_lr else "")
                             + (f", {c.diverged}/{c.runs} diverged" if c.diverged else ""))
@@ -279,10 +281,12 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     ratio = cost.tuned_over_untuned
     lines += ["## Compute", "",
               f"{cost.runs} runs, {cost.total_seconds / 3600:.2f} h of training (sum over runs, one thread each). "
-              f"Work in block-steps (steps × depth): tuning {cost.tuning_block_steps:,}, final runs of the tuned "
-              f"table {cost.tuned_final_block_steps:,}, final runs at the shared learning rate "
-              f"{cost.shared_final_block_steps:,}"
-              + (f"; a tuned study costs {ratio:.2f}× an untuned one at the same final budget." if ratio else "."),
+              + (f"Work in block-steps (steps × depth): {cost.tuned_final_block_steps:,} (no tuning: every rate was "
+                 "fixed by the design)." if spec.fixed else
+                 f"Work in block-steps (steps × depth): tuning {cost.tuning_block_steps:,}, final runs of the tuned "
+                 f"table {cost.tuned_final_block_steps:,}, final runs at the shared learning rate "
+                 f"{cost.shared_final_block_steps:,}"
+                 + (f"; a tuned study costs {ratio:.2f}× an untuned one at the same final budget." if ratio else ".")),
               ""]
     return "\n".join(lines)
 
@@ -300,6 +304,9 @@ def _budget_clause(spec: StudySpec, cells: list[CellResult]) -> str:
 
 
 def _selection_clause(spec: StudySpec) -> str:
+    if spec.fixed:
+        return (", each at the learning rate its design fixed ("
+                + ", ".join(f"{m}@{d} {format_lr(lr)}" for m, d, lr in spec.fixed_rates) + ")")
     grid = ", ".join(format_lr(lr) for lr in spec.lrs)
     if spec.tuning == "grid":
         return (f", each at its learning rate chosen from {grid} by the mean validation score of its {len(spec.seeds)} "
@@ -318,7 +325,8 @@ def plain_paragraph(spec: StudySpec, cells: list[CellResult], metric: Metric) ->
     counts = {k: verdicts.count(k) for k in ("better", "worse", "within noise", "n < 3", "no spread")}
     parts = [f"This study compares {len(spec.methods)} residual methods at depths "
              f"{', '.join(map(str, spec.depths))}" + _budget_clause(spec, cells)
-             + (_selection_clause(spec) if spec.tuned else f", all at the learning rate {format_lr(spec.shared_lr)}")
+             + (_selection_clause(spec) if spec.tuned or spec.fixed
+                else f", all at the learning rate {format_lr(spec.shared_lr)}")
              + f", over {seeds} seed{'s' if seeds != 1 else ''}"
              + (f" ({len(spec.all_seeds)} in the primary family's cells)" if len(spec.all_seeds) > seeds else "")
              + "; the test split was read once per final run."]
