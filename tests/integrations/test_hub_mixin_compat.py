@@ -142,3 +142,59 @@ def test_checkpoint_saver_file_loads_the_ema_weights_through_both_timm_paths(tmp
     assert not torch.equal(ema.module.pos_embed, model.pos_embed)
     report = layerscale.load_pretrained_into(layerscale.create_model("deit3_small_patch16_224", **TINY), path)
     assert "weights found under 'state_dict_ema'" in report.notes
+
+
+def test_from_pretrained_takes_transformers_dtype_and_hf_layer_scale_init_value(tmp_path):
+    torch.manual_seed(0)
+    model = VisionTransformer(**TINY).eval()
+    model.save_pretrained(tmp_path)
+    bf16 = VisionTransformer.from_pretrained(tmp_path, dtype=torch.bfloat16)  # transformers 5's spelling
+    assert {p.dtype for p in bf16.parameters()} == {torch.bfloat16}
+    assert next(VisionTransformer.from_pretrained(tmp_path, dtype="float16").parameters()).dtype == torch.float16
+    same = VisionTransformer.from_pretrained(tmp_path, dtype=torch.bfloat16, torch_dtype="bfloat16")
+    assert next(same.parameters()).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match=r"dtype=torch.float16 and torch_dtype=torch.bfloat16 disagree"):
+        VisionTransformer.from_pretrained(tmp_path, dtype=torch.float16, torch_dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"^dtype='int8': expected a floating torch.dtype"):
+        VisionTransformer.from_pretrained(tmp_path, dtype="int8")
+    VisionTransformer(**TINY).half().save_pretrained(tmp_path / "half")
+    assert next(VisionTransformer.from_pretrained(tmp_path / "half", dtype="auto").parameters()).dtype == \
+        torch.float16
+    # Hugging Face configs' name for the LayerScale initial value (ConvNeXt, BEiT): an override like init_value
+    hf_named = VisionTransformer.from_pretrained(tmp_path, layer_scale_init_value=1e-3)
+    assert hf_named.hub_config()["init_value"] == 1e-3
+    torch.testing.assert_close(hf_named(_images()), model(_images()), rtol=0, atol=0)  # γ still loaded
+    with pytest.raises(ValueError, match=r"layer_scale_init_value=0\.001 and init_value=0\.1 disagree"):
+        VisionTransformer.from_pretrained(tmp_path, layer_scale_init_value=1e-3, init_value=0.1)
+
+
+class MyViT(VisionTransformer):
+    """A user's subclass: the same constructor."""
+
+
+class NotedViT(VisionTransformer):
+    """A user's subclass whose constructor adds an argument and passes the rest on."""
+
+    def __init__(self, note: str = "none", **kwargs):
+        super().__init__(**kwargs)
+        self.note = note
+
+
+def test_a_subclass_loads_its_base_class_save_and_its_own(tmp_path):
+    torch.manual_seed(0)
+    model = VisionTransformer(**TINY).eval()
+    model.save_pretrained(tmp_path / "base")
+    mine = MyViT.from_pretrained(tmp_path / "base")
+    assert type(mine) is MyViT
+    torch.testing.assert_close(mine(_images()), model(_images()), rtol=0, atol=0)
+    mine.save_pretrained(tmp_path / "mine")
+    assert json.loads((tmp_path / "mine" / "config.json").read_text())["architecture"] == "MyViT"
+    assert type(MyViT.from_pretrained(tmp_path / "mine")) is MyViT
+    with pytest.raises(ValueError, match="describes a MyViT, not a VisionTransformer"):
+        VisionTransformer.from_pretrained(tmp_path / "mine")  # a base class does not build a subclass
+    noted = NotedViT(note="mine", **TINY).eval()
+    noted.save_pretrained(tmp_path / "noted")
+    again = NotedViT.from_pretrained(tmp_path / "noted", num_classes=5)
+    assert again.note == "mine" and again.num_classes == 5
+    with pytest.raises(ValueError, match="describes a VisionTransformer, not a CaiT"):
+        CaiT.from_pretrained(tmp_path / "base")

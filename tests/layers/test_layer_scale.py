@@ -88,3 +88,19 @@ def test_meta_device_then_reset_gives_init_value(cls, shape_arg):
     module.reset_parameters()
     assert torch.all(module.gamma == 1e-5)
     assert math.isclose(module.gamma[0].item(), 1e-5, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("cls, shape", [(LayerScale, (2, 5, 64)), (LayerScale2d, (2, 64, 3, 3))])
+def test_timm_spelling_init_values_builds_what_timm_builds(cls, shape):
+    timm_layers = pytest.importorskip("timm.layers")
+    ours, theirs = cls(64, init_values=1e-3), getattr(timm_layers, cls.__name__)(64, init_values=1e-3)
+    assert ours.init_value == 1e-3
+    assert ours.state_dict().keys() == theirs.state_dict().keys() == {"gamma"}
+    torch.testing.assert_close(ours.gamma, theirs.gamma, rtol=0, atol=0)
+    x = torch.randn(*shape)
+    torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=0)
+    assert cls(64, 1e-3, init_values=1e-3).init_value == 1e-3  # both spellings, the same value
+    with pytest.raises(ValueError, match=r"init_value=0\.1 and init_values=0\.001 disagree"):
+        cls(64, 0.1, init_values=1e-3)
+    with pytest.raises(ValueError, match="init_value must be a finite number >= 0, got -1"):
+        cls(64, init_values=-1)

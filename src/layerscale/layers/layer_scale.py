@@ -58,6 +58,17 @@ def check_init_value(init_value: float, name: str = "init_value") -> float:
     return value
 
 
+def _init_value_or_alias(init_value: float, init_values: float | None, default: float) -> float:
+    """``init_value``, or timm's spelling ``init_values`` when it is given; ``init_values`` beside an
+    ``init_value`` other than the ``default`` (so: given too) and different is a ``ValueError`` naming the two."""
+    if init_values is None:
+        return init_value
+    if init_value != default and init_value != init_values:
+        raise ValueError(f"init_value={init_value!r} and init_values={init_values!r} disagree; init_values is "
+                         f"timm's spelling of init_value: pass one of them")
+    return init_values
+
+
 class _ScaleBase(nn.Module):
     """A learnable scale ``gamma`` of a fixed shape, filled with ``init_value`` by ``reset_parameters``."""
 
@@ -103,11 +114,14 @@ class LayerScale(_ScaleBase):
     ``add_to(residual, branch, keep_mask)`` computes ``residual + γ ⊙ branch`` (times an optional per-sample
     stochastic-depth mask) in one fused pass with a lean backward
     (:func:`~layerscale.layers.fused.scaled_residual_add`); blocks use it for the residual update.
-    State-dict key: ``gamma`` (as in timm's ``ls1.gamma``).
+    State-dict key: ``gamma`` (as in timm's ``ls1.gamma``). ``init_values`` is timm's spelling of ``init_value``
+    (``LayerScale(64, init_values=1e-5)`` as with ``timm.layers.LayerScale``); default ε = 1e-5.
     """
 
-    def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
-        super().__init__((_check_size("dim", dim),), init_value, device=device, dtype=dtype)
+    def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None, *,
+                 init_values: float | None = None) -> None:
+        super().__init__((_check_size("dim", dim),), _init_value_or_alias(init_value, init_values, 1e-5),
+                         device=device, dtype=dtype)
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -121,10 +135,13 @@ class LayerScale(_ScaleBase):
 
 
 class LayerScale2d(_ChannelsFirstScale):
-    """Channels-first LayerScale for ``(N, C, H, W)`` tensors: ``y[n, c] = γ_c · x[n, c]``, ``γ ∈ R^C``."""
+    """Channels-first LayerScale for ``(N, C, H, W)`` tensors: ``y[n, c] = γ_c · x[n, c]``, ``γ ∈ R^C``
+    (``init_values``: timm's spelling of ``init_value``, as with ``timm.layers.LayerScale2d``; default 1e-5)."""
 
-    def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None) -> None:
-        super().__init__((_check_size("dim", dim),), init_value, device=device, dtype=dtype)
+    def __init__(self, dim: int, init_value: float = 1e-5, device=None, dtype=None, *,
+                 init_values: float | None = None) -> None:
+        super().__init__((_check_size("dim", dim),), _init_value_or_alias(init_value, init_values, 1e-5),
+                         device=device, dtype=dtype)
         self.dim = dim
 
 

@@ -75,7 +75,13 @@ class HubMixin:
             arguments: dict[str, Any] = {}  # the constructor itself will raise for these arguments
         else:
             bound.apply_defaults()
-            arguments = dict(list(bound.arguments.items())[1:])
+            arguments = {}
+            for name, value in list(bound.arguments.items())[1:]:
+                kind = bound.signature.parameters[name].kind
+                if kind is inspect.Parameter.VAR_KEYWORD:  # a subclass's **kwargs: the arguments it passes on
+                    arguments.update(value)
+                elif kind is not inspect.Parameter.VAR_POSITIONAL or value:
+                    arguments[name] = value
         instance.__dict__["_init_kwargs"] = arguments
         return instance
 
@@ -226,21 +232,30 @@ class HubMixin:
                         cache_dir: str | os.PathLike | None = None, local_files_only: bool = False,
                         force_download: bool = False, token: str | bool | None = None,
                         map_location: str | torch.device = "cpu", strict: bool = True,
-                        torch_dtype: torch.dtype | str | None = None, **model_kwargs: Any):
+                        torch_dtype: torch.dtype | str | None = None, dtype: torch.dtype | str | None = None,
+                        **model_kwargs: Any):
         """Rebuild a model saved by :meth:`save_pretrained` from a local folder or a Hugging Face Hub repo id.
 
-        The folder's ``config.json`` must name this class (``VisionTransformer.from_pretrained`` of a saved
-        ``CaiT`` is a ``ValueError``). ``model_kwargs`` override constructor arguments, as with
-        ``huggingface_hub.ModelHubMixin`` (an unknown one is a ``ValueError`` listing the allowed): with another
+        The folder's ``config.json`` must name this class or a class it derives from (``MyViT.from_pretrained``
+        of a saved ``VisionTransformer``, for ``class MyViT(VisionTransformer)``, builds a ``MyViT``;
+        ``VisionTransformer.from_pretrained`` of a saved ``CaiT`` is a ``ValueError``). ``model_kwargs`` override
+        constructor arguments, as with ``huggingface_hub.ModelHubMixin`` (an unknown one is a ``ValueError``
+        listing the allowed; ``layer_scale_init_value``, the Hugging Face configs' name, and ``init_values``,
+        timm's, are other spellings of ``init_value``): with another
         ``num_classes`` the head is newly initialised and every other weight loaded; with another ``img_size`` the
         position embedding is resampled (:func:`~layerscale.models.pos_embed_resample.resample_pos_embed`); any
-        other weight whose shape the overrides change is a ``ValueError`` naming it. ``torch_dtype``
-        (``torch.float16``, ``"bfloat16"``, ...) casts the loaded model. A Hub id is downloaded with
+        other weight whose shape the overrides change is a ``ValueError`` naming it. ``dtype`` (transformers 5's
+        name) or ``torch_dtype`` (``torch.float16``, ``"bfloat16"``, ...; ``"auto"``: the saved weights' dtype)
+        casts the loaded model. A Hub id is downloaded with
         ``huggingface_hub`` (the ``hf`` extra; honours ``HF_HUB_OFFLINE``, ``local_files_only``, ``token``,
         ``revision``); any failure to get it is one line naming the id. The model is returned in eval mode, as
         Hugging Face loaders do.
         """
-        dtype = _resolve_dtype(torch_dtype)
+        given = [_resolve_dtype(n, v) for n, v in (("dtype", dtype), ("torch_dtype", torch_dtype)) if v is not None]
+        if len(given) == 2 and given[0] != given[1]:
+            raise ValueError(f"dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; torch_dtype is the older "
+                             f"name of dtype: pass one of them")
+        dtype = given[0] if given else None
         folder = _resolve_folder(pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
                                  local_files_only=local_files_only, force_download=force_download, token=token)
         architecture, saved_args = _read_config(folder / CONFIG_NAME)
@@ -250,10 +265,14 @@ class HubMixin:
             raise ValueError(f"{folder / CONFIG_NAME}: not a {cls.__name__} config (no 'architecture', and keys "
                              f"{foreign[:5]} are not its constructor arguments)")
         architecture = architecture or cls.__name__
-        if architecture != cls.__name__:
-            raise ValueError(f"{folder / CONFIG_NAME} describes a {architecture}, not a {cls.__name__}; "
-                             f"load it with layerscale.{architecture}.from_pretrained")
-        unknown = sorted(set(model_kwargs) - set(allowed))
+        lineage = [c.__name__ for c in cls.__mro__ if issubclass(c, HubMixin) and c is not HubMixin]
+        if architecture not in lineage:
+            raise ValueError(f"{folder / CONFIG_NAME} describes a {architecture}, not a {cls.__name__} (nor a class "
+                             f"{cls.__name__} derives from); load it with {architecture}.from_pretrained")
+        model_kwargs = _init_value_spellings(model_kwargs)
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD
+                        for p in inspect.signature(cls.__init__).parameters.values())
+        unknown = [] if takes_any else sorted(set(model_kwargs) - set(allowed))
         if unknown:
             raise ValueError(f"from_pretrained: unknown constructor argument(s) {', '.join(unknown)} for "
                              f"{cls.__name__}; allowed: {', '.join(allowed)}")
@@ -269,18 +288,42 @@ class HubMixin:
         if strict and (missing or unexpected):
             raise ValueError(f"{weights} does not fit the {cls.__name__} its config.json builds: missing keys "
                              f"{sorted(missing)[:5]}, unexpected keys {sorted(unexpected)[:5]}")
+        if dtype == "auto":
+            dtype = next((t.dtype for t in tensors.values() if t.is_floating_point()), None)
         if dtype is not None:
             model.to(dtype)
         return model.eval()
 
 
-def _resolve_dtype(torch_dtype: torch.dtype | str | None) -> torch.dtype | None:
-    if torch_dtype is None or isinstance(torch_dtype, torch.dtype):
+#: Other libraries' names of ``init_value`` accepted as ``from_pretrained`` overrides: Hugging Face configs
+#: (ConvNeXt, BEiT, Data2Vec: ``layer_scale_init_value``) and timm (``init_values``, also a constructor argument).
+_INIT_VALUE_SPELLINGS = ("layer_scale_init_value",)
+
+
+def _init_value_spellings(model_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``model_kwargs`` with ``layer_scale_init_value`` renamed to ``init_value``; two spellings that disagree are
+    a ``ValueError``."""
+    kwargs = dict(model_kwargs)
+    for name in _INIT_VALUE_SPELLINGS:
+        if name not in kwargs:
+            continue
+        value = kwargs.pop(name)
+        for other in ("init_value", "init_values"):
+            if kwargs.get(other) is not None and kwargs[other] != value:
+                raise ValueError(f"{name}={value!r} and {other}={kwargs[other]!r} disagree; both name the "
+                                 f"LayerScale initial value: pass one of them")
+        kwargs["init_value"] = value
+    return kwargs
+
+
+def _resolve_dtype(name: str, torch_dtype: torch.dtype | str | None) -> torch.dtype | str | None:
+    """A floating ``torch.dtype`` (from itself or its name), ``"auto"`` or ``None``; anything else is one line."""
+    if torch_dtype is None or torch_dtype == "auto":
         return torch_dtype
-    dtype = getattr(torch, torch_dtype, None) if isinstance(torch_dtype, str) else None
+    dtype = getattr(torch, torch_dtype, None) if isinstance(torch_dtype, str) else torch_dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"torch_dtype={torch_dtype!r}: expected a floating torch.dtype or its name "
-                         f"('float32', 'float16', 'bfloat16')")
+        raise ValueError(f"{name}={torch_dtype!r}: expected a floating torch.dtype or its name "
+                         f"('float32', 'float16', 'bfloat16') or 'auto'")
     return dtype
 
 
