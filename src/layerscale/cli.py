@@ -50,9 +50,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def unrecognized(extras: list[str], parser: argparse.ArgumentParser, command: str) -> str:
+    """The error for arguments ``command`` does not take: the first unknown option with the closest options of
+    ``command`` (``--outt`` → "did you mean --out?"), else the first stray value."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    options = [o for o in sub._option_string_actions if o.startswith("--")]
+    flags = [arg for arg in extras if arg.startswith("-") and arg != "-"]
+    if flags:
+        flag = flags[0].split("=", 1)[0]
+        return f"unknown option {flag}{did_you_mean(flag, options)}; see layerscale {command} --help"
+    return f"unexpected argument {extras[0]!r}; see layerscale {command} --help"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point. An unknown sub-command is one line with the closest command names (``layerscale trian`` →
-    "did you mean train?") and exit status 2. Expected user errors (``ValueError``, ``FileNotFoundError``,
+    "did you mean train?") and exit status 2; so is an unknown option (``layerscale train --outt x`` → "did you mean
+    --out?"). Expected user errors (``ValueError``, ``FileNotFoundError``,
     ``ImportError`` for a missing extra, and any other ``OSError``: a path the system refuses) print one line
     ``layerscale: error: ...`` (escaped and capped by :func:`~layerscale.messages.one_line`, so no name from a file
     can forge a second line) and exit with status 2; other exceptions propagate."""
@@ -66,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{did_you_mean(named, COMMANDS)}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     parser = build_parser(command) if command is not None else build_parser("")
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # argparse would print the top-level usage and no suggestion (suggest_on_error: Python >= 3.14)
+        print(f"layerscale {args.command}: error: {one_line(unrecognized(extras, parser, args.command))}",
+              file=sys.stderr)
+        return 2
     try:
         return int(args._run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:

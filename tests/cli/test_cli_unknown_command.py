@@ -23,3 +23,20 @@ def test_the_installed_command_suggests_too():
     done = subprocess.run([sys.executable, "-m", "layerscale", "reprot"], capture_output=True, text=True)
     assert done.returncode == 2
     assert "did you mean report?" in done.stderr
+
+
+def test_a_mistyped_option_is_one_line_with_the_closest_option():
+    done = subprocess.run([sys.executable, "-m", "layerscale", "train", "--outt", "x"], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "layerscale train: error: unknown option --outt (did you mean --out?); see layerscale " \
+                          "train --help\n"
+
+
+def test_an_unknown_option_without_a_close_one_and_a_stray_value(capsys):
+    assert main(["train", "--zzzzzz=3"]) == 2
+    assert capsys.readouterr().err == "layerscale train: error: unknown option --zzzzzz; see layerscale train " \
+                                      "--help\n"
+    assert main(["train", "--config", "vit_digits", "stray\nline"]) == 2
+    assert capsys.readouterr().err == "layerscale train: error: unexpected argument 'stray\\nline'; see " \
+                                      "layerscale train --help\n"

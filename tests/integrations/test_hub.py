@@ -60,9 +60,13 @@ def test_model_card_names_method_depth_and_epsilon(tmp_path):
     assert "residual method: `layerscale`" in card
     assert "depth: 2 self-attention blocks + 1 class-attention blocks" in card
     assert "LayerScale ε (initial γ): 3e-05" in card
+    metadata = card.split("---")[1]
+    assert metadata.count("- layerscale") == 1  # residual="layerscale": one tag, not the same one twice
+    assert "license" not in metadata  # the library's licence is not the licence of the user's weights
     card = (GPT(embed_dim=16, depth=3, num_heads=2, block_size=8, residual="prenorm").save_pretrained(
         tmp_path / "gpt") / "README.md").read_text()
     assert "residual method: `prenorm`" in card and "depth: 3 blocks" in card and "no LayerScale" in card
+    assert "tags:\n- layerscale\n- prenorm\n---" in card
 
 
 def test_reset_classifier_is_saved(tmp_path):

@@ -119,14 +119,14 @@ class HubMixin:
         task = "text-generation" if hasattr(self, "vocab_size") else "image-classification"
         depth_text = f"{depth}" + (f" self-attention blocks + {extra} class-attention blocks" if extra else " blocks")
         eps_text = f"{epsilon:g}" if epsilon is not None else "none (this residual method has no LayerScale)"
+        tags = list(dict.fromkeys(["layerscale", residual]))  # residual="layerscale" is one tag, not two
+        # no "license:": the library's licence is not the licence of the user's weights; that is the user's to set
         return "\n".join([
             "---",
             "library_name: torch-layerscale",
-            "license: apache-2.0",
             f"pipeline_tag: {task}",
             "tags:",
-            "- layerscale",
-            f"- {residual}",
+            *(f"- {tag}" for tag in tags),
             "---",
             "",
             f"# {cls} ({residual}, depth {depth})",
