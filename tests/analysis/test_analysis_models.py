@@ -15,7 +15,7 @@ from layerscale.layers import Block
 from layerscale.models.registry import create_model
 from layerscale.residual.registry import list_residuals
 
-MULTI_STREAM = {"hc", "hc_static", "mhc"}  # Hyper-Connections: the stream is (..., n, width), refused by name
+MULTI_STREAM = {"hc", "hc_static", "mhc", "attnres", "attnres_block"}  # multi-stream residuals, refused by name
 
 IMAGES = torch.randn(12, 1, 8, 8, generator=torch.Generator().manual_seed(0))
 LABELS = torch.arange(12) % 5

@@ -13,12 +13,13 @@ ALL_METHODS = {"prenorm", "postnorm", "layerscale", "layerscale_head", "scalar",
                "deepnorm", "lns", "periln", "mixln", "dyt"}
 WITH_PLACEMENT = {"layerscale", "layerscale_head", "scalar"}
 NEEDS_DEPTH = {"tfixup", "deepnorm", "lns", "mixln"}
-FRONTIER_METHODS = {"hc", "hc_static", "mhc", "normformer", "admin"}  # tested in test_residual_frontier.py
+FRONTIER_METHODS = {"hc", "hc_static", "mhc", "normformer", "admin",  # tested in test_residual_frontier.py
+                    "attnres", "attnres_block"}  # tested in test_residual_attnres*.py
 
 
-def test_list_residuals_names_the_thirteen_classic_and_five_frontier_methods():
+def test_list_residuals_names_the_thirteen_classic_and_seven_frontier_methods():
     assert set(list_residuals()) == ALL_METHODS | FRONTIER_METHODS
-    assert len(list_residuals()) == 18
+    assert len(list_residuals()) == 20
 
 
 @pytest.mark.parametrize("name", sorted(ALL_METHODS))

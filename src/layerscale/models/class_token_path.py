@@ -49,8 +49,9 @@ SINGLE_STREAM_METHODS = frozenset({
     "lns", "periln", "mixln", "dyt", "normformer", "admin",
 })
 #: Registered methods that always take the full path: Hyper-Connections and mHC widen the residual into ``n``
-#: streams that the model reduces only after the last block, so the "class-token row" is not one row of one stream.
-FULL_PATH_METHODS = frozenset({"hc", "hc_static", "mhc"})
+#: streams, AttnRes into a tuple of earlier outputs, that the model reduces only after the last block, so the
+#: "class-token row" is not one row of one stream.
+FULL_PATH_METHODS = frozenset({"hc", "hc_static", "mhc", "attnres", "attnres_block"})
 
 #: Slot modules known to act on each token separately (exact types: a subclass may override ``forward``).
 _PER_TOKEN_SLOTS = (nn.LayerNorm, nn.RMSNorm, DepthScaledLayerNorm, DyT, LayerScale, ScalarScale)

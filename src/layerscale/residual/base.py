@@ -17,10 +17,13 @@ keys of every earlier method are unchanged:
 * ``skip_scale`` — a module applied to the stream on the skip path instead of the constant ``skip_weight``
   (Admin's learnable ω, key ``skip{i}.omega``);
 * ``mid_norm`` — a normalisation inside the MLP, after its activation (NormFormer, key ``mlp.mid_norm.*``);
-* ``stream_mix`` — a multi-stream connection (Hyper-Connections, mHC, key ``stream_mix{i}.*``). A method with one
-  owns the stream through three hooks: :meth:`ResidualMethod.expand_stream` after the embedding,
+* ``stream_mix`` — a multi-stream connection (Hyper-Connections, mHC, AttnRes, key ``stream_mix{i}.*``). A method
+  with one owns the stream through three hooks: :meth:`ResidualMethod.expand_stream` after the embedding,
   ``stream_mix`` in every branch (``read`` the branch input from the streams, ``write`` the branch output back),
-  and :meth:`ResidualMethod.reduce_stream` before the head. The hooks default to no-ops.
+  and :meth:`ResidualMethod.reduce_stream` before the head. The hooks default to no-ops. The stream is whatever
+  the method's hooks agree on: a ``(..., n, dim)`` tensor for Hyper-Connections and mHC, a tuple of ``(..., dim)``
+  tensors that grows with depth for AttnRes (each ``write`` returns a new tuple, so a checkpointed block may run
+  twice).
 
 A fourth, model-level hook, :meth:`ResidualMethod.prepare_model`, runs at the end of a model's
 ``reset_parameters()`` (Admin's profiling pass).
@@ -155,14 +158,16 @@ class ResidualMethod:
 
     # --- Multi-stream methods (Hyper-Connections): three hooks, no-ops for a single stream. ---
 
-    #: How many parallel residual streams the method keeps (1: the ordinary stream).
+    #: How many parallel residual streams the method keeps (1: the ordinary stream; AttnRes, whose stream grows
+    #: with depth, reports 2: "more than one").
     num_streams: int = 1
 
     def stream_mix(self, ctx: BlockContext, branch: Branch) -> nn.Module | None:
         """The connection of ``branch`` to a multi-stream residual, or ``None`` for the ordinary residual.
 
         The module has ``read(stream) -> (branch_input, carried, write_weights)`` and
-        ``write(carried, write_weights, update) -> stream``, ``stream`` of shape ``(..., num_streams, dim)``.
+        ``write(carried, write_weights, update) -> stream``, ``stream`` of shape ``(..., num_streams, dim)`` (or the
+        method's own structure, e.g. AttnRes's tuple of sources).
         """
         return None
 

@@ -29,6 +29,8 @@ _METHODS: dict[str, str] = {
     "mhc": "mhc:ManifoldConstrainedHyperConnections",
     "normformer": "normformer:NormFormer",
     "admin": "admin:Admin",
+    "attnres": "attnres:AttentionResiduals",
+    "attnres_block": "attnres_block:BlockAttentionResiduals",
 }
 
 
