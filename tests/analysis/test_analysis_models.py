@@ -38,7 +38,7 @@ def _check_complete(result: DepthAnalysis, depth: int) -> None:
     assert len(result.early_exit_loss) == depth + 1
     assert result.early_exit_loss[-1] == pytest.approx(result.clean_loss)
     assert len(result.cka) == depth and all(len(row) == depth for row in result.cka)
-    assert len(result.summary.lines) == 5
+    assert 2 <= len(result.summary.lines) <= 3 and result.summary.set_depth <= result.summary.effective_depth
     again = DepthAnalysis.from_dict(json.loads(result.to_json()))
     assert again.to_dict() == result.to_dict()
     assert effective_depth(again) == result.summary.effective_depth

@@ -36,13 +36,16 @@ from ..stats.bootstrap import bootstrap_means, bootstrap_weights, value_shares
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
 from .block_ranking import (batch_readout, block_influence, has_class_token, readout_tokens,
                             stream_distances)
+from .chance import chance_note
 from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
 from .device import analysis_device
 from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss
 from .geometry import angular_distance, relative_update_norm
 from .intervals import IntervalTable
 from .probe_curves import ProbeResults, probe_curves
+from .criteria import CRITERIA, SCORE_CRITERIA, CriterionRanking, parse_criteria
 from .result import DepthAnalysis
+from .set_depth import resolve_search, search_set_depth
 from .span_removal import SPAN_SELECTIONS, best_per_length, candidate_spans, remove_spans, span_losses, spans_to_run
 from .streams import MODULE_POINTS, BlockStack, find_block_stack
 from .summary import DepthSummary, exit_depth, near_identity_count, removal_depth, saturation_depth
@@ -108,12 +111,44 @@ def _capture(stack: BlockStack, inputs: torch.Tensor, module_points: bool):
                          f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
 
 
+def measures_so_far(per_example: dict[str, list[torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Per-block means of the per-example geometry gathered so far (``angular``, ``influence``, ...)."""
+    return {key: torch.cat(chunks).mean(dim=0) for key, chunks in per_example.items() if chunks}
+
+
+def _search_set_depth(stack: BlockStack, evalset, clean_loss: torch.Tensor, tolerance: float, search: str,
+                      criterion: str, ablation: LossTotals, early_exit: LossTotals, spans_run, geometry, device,
+                      batch_size: int):
+    """The set-variant effective depth's search, reusing every removal already measured: the single-block
+    ablations, the early exits (the removal of every block from ``k`` on) and the removal curve's spans."""
+    depth = stack.depth
+    ab_loss, ex_loss = ablation.per_example()[0], early_exit.per_example()[0]
+    known = {(block,): ab_loss[:, block] for block in range(depth)}
+    known.update({tuple(range(keep, depth)): ex_loss[:, keep] for keep in range(depth)})
+    to_run, removed = spans_run
+    if to_run:
+        ran = removed.per_example()[0]
+        known.update({tuple(range(s, s + n)): ran[:, i] for i, (s, n) in enumerate(to_run)})
+    if criterion == "ablation":
+        scores = ab_loss.mean(dim=0) - clean_loss.mean()
+    elif criterion == "gamma":
+        from .gamma_score import gamma_scores
+
+        scores = torch.tensor(gamma_scores(stack.model, (x.to(device) for x, _ in evalset.batches(batch_size))))
+    else:
+        scores = geometry["angular" if criterion == "angular" else "influence"]
+    order = CriterionRanking(criterion, depth, [float(v) for v in scores]).order()
+    return search_set_depth(stack, evalset, clean_loss, tolerance, search=search, order=order, criterion=criterion,
+                            device=device, batch_size=batch_size, known=known)
+
+
 def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_examples: int | None = 1000,
                   tolerance: float = 0.01, near_identity: float = 0.02, spans: str = "angular",
                   probes: bool = True, probe_alpha: float = 1e-3, probe_train_fraction: float = 0.5,
                   probe_tolerance: float = 0.01, probe_splits: int = 5, control_types: int = 10,
                   cka: str = "linear", cka_tokens: int = 0,
                   bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
+                  set_search: str = "auto", set_criterion: str = "ablation", criteria: Any = (),
                   device: str | torch.device | None = None, progress: bool = False,
                   call: Callable[[torch.Tensor], Any] | None = None, source: str | None = None) -> DepthAnalysis:
     """Measure how ``model`` uses each of its blocks on ``data``, with bootstrap intervals (module docstring).
@@ -129,7 +164,12 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     class (:mod:`~layerscale.analysis.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``, between the
     mean-pooled block outputs or, with ``cka_tokens > 0``, token-level: every token of the first
     ``⌊cka_tokens / tokens⌋`` examples is one row (at most ``cka_tokens`` rows); ``bootstrap``
-    replicates (seeded from ``seed``) give ``level`` intervals. ``device`` is where the batches go (default: the
+    replicates (seeded from ``seed``) give ``level`` intervals. ``set_search`` (``"auto"``, ``"greedy"``,
+    ``"exhaustive"``) and ``set_criterion`` (a score criterion: ``ablation``, ``block_influence``, ``angular``,
+    ``gamma``) choose how the set-variant effective depth is searched (:mod:`~layerscale.analysis.set_depth`).
+    ``criteria`` (comma-separated or a sequence of :data:`~layerscale.analysis.criteria.CRITERIA`): also remove
+    ``n = 1 … L − 1`` blocks by each and compare them (:func:`~layerscale.analysis.criterion_comparison.
+    compare_criteria`, scored on the evaluation set itself), stored in ``result.criteria``. ``device`` is where the batches go (default: the
     device of the model's first parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
     model is put in eval mode for the analysis and restored afterwards.
 
@@ -158,6 +198,10 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     if cka not in CKA_KINDS:
         raise ValueError(f"cka must be one of {CKA_KINDS}, got {cka!r}")
     _check_int("cka_tokens", cka_tokens, 0)
+    resolve_search(set_search, stack.depth)
+    if set_criterion not in SCORE_CRITERIA:
+        raise ValueError(f"set_criterion must be one of {', '.join(SCORE_CRITERIA)}, got {set_criterion!r}")
+    criteria = parse_criteria(criteria, CRITERIA, "criteria") if criteria else []
     if device is None:
         first = next(iter(model.parameters()), None)
         device = first.device if first is not None else torch.device("cpu")
@@ -184,6 +228,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                 captured = _capture(stack, inputs, probes)
                 logits = logits_of(captured.output, name)
                 task, readout = batch_readout(model, stack, logits, targets, (task, readout))
+                outputs = logits.shape[-1]
                 clean.add(0, *per_example_loss(logits, targets))
                 streams = captured.streams
                 distances = stream_distances(torch.stack([readout_tokens(s, readout) for s in streams], dim=1))
@@ -234,6 +279,16 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                     captured = _capture(stack, inputs, False)
                     remove_spans(stack, inputs, targets, captured, to_run, removed, bar.step)
                     del captured
+            set_found = _search_set_depth(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion,
+                                          ablation, early_exit, (to_run, removed), measures_so_far(per_example),
+                                          device, batch_size)
+            comparison = None
+            if criteria:
+                from .criterion_comparison import compare_criteria
+
+                comparison = compare_criteria(model, evalset, criteria, depth - 1, device=device,
+                                              batch_size=batch_size, max_examples=None, bootstrap=bootstrap,
+                                              level=level, seed=seed, call=call).to_dict()
     finally:
         bar.close()
         model.train(was_training)
@@ -277,6 +332,9 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         boot_curve = boot(delta_loss[:, columns])
     intervals.add("removal_delta_loss", boot_curve)
     intervals.add("removal_delta_accuracy", boot(delta_acc[:, columns]))
+    # the set variant: the largest set found, by its own search or as the contiguous span (a span is a set)
+    set_replicates = torch.minimum(depth - set_found.replicate_removable(boot, tolerance),
+                                   removal_depth(boot_curve, tolerance))
 
     # probes and CKA
     token_features = torch.cat(features.pop("tokens")) if "tokens" in features else None
@@ -327,7 +385,12 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         needed_alone_blocks=[i + 1 for i, d in enumerate(ablation_delta.tolist()) if d > tolerance],
         needed_alone_interval=intervals.add("summary/needed_alone_count",
                                             (boot_ab_delta > tolerance).sum(dim=-1).double()),
-        near_identity=near_identity, probe_tolerance=probe_tolerance, span_selection=spans)
+        near_identity=near_identity, probe_tolerance=probe_tolerance, span_selection=spans,
+        set_depth=min(depth - set_found.removable, effective),
+        set_depth_interval=intervals.add("summary/set_depth", set_replicates.double()),
+        set_removed_blocks=([b + 1 for b in set_found.removed] if depth - set_found.removable <= effective else
+                            list(range(removed_span[0], removed_span[1] + 1))), set_search=set_found.search,
+        set_criterion=set_criterion, outputs=outputs, chance_warning=chance_note(clean_loss, outputs, task))
     summary.write_lines(clean_loss, task)
     residual = getattr(model, "residual", None)
     settings = {"batch_size": batch_size, "max_examples": max_examples, "tolerance": tolerance,
@@ -335,7 +398,8 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                 "probe_alpha": probe_alpha, "probe_train_fraction": probe_train_fraction,
                 "probe_tolerance": probe_tolerance, "probe_splits": probe_splits,
                 "control_types": control_types, "cka": cka, "cka_tokens": cka_tokens,
-                "bootstrap": bootstrap, "level": level, "seed": seed, "class_token": class_token}
+                "bootstrap": bootstrap, "level": level, "seed": seed, "class_token": class_token,
+                "set_search": set_search, "set_criterion": set_criterion}
     return DepthAnalysis(
         model=name, residual=residual if isinstance(residual, str) else None, task=task, num_examples=n,
         block_names=[p.name for p in stack.blocks], readout=readout, clean_loss=clean_loss,
@@ -351,4 +415,4 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         probe_accuracy=probe_accuracy, probe_embedding=found.embedding, probe_selectivity=found.selectivity,
         cka=cka_values,
         cka_representation=cka_point, cka_kind=cka, intervals=intervals.values, summary=summary,
-        settings=settings, source=source)
+        settings=settings, source=source, head_distance=mean_distance.tolist(), criteria=comparison)

@@ -42,7 +42,10 @@ class DepthAnalysis:
     ``probe_embedding[pooling]`` at the embedding ``x^(0)``; ``probe_selectivity[point]``: task minus control-task
     accuracy (Hewitt & Liang 2019) for the block outputs and the embedding (``embedding/POOLING``, one value);
     ``cka[l][m]`` (``cka_kind``: linear or debiased)
-    between block outputs ``l`` and ``m``. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
+    between block outputs ``l`` and ``m``. ``head_distance[i][j]``: the mean angular distance between depths ``i``
+    and ``j`` (0 … L) of the token the head reads — Gromov et al.'s ``d(x^(i), x^(i+n))`` at ``j = i + n``.
+    ``criteria``: the criterion comparison (:class:`~layerscale.analysis.criterion_comparison.CriterionComparison`
+    as a dict) when asked for. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
     of each entry of ``name`` (a field above, ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
     """
 
@@ -76,6 +79,8 @@ class DepthAnalysis:
     summary: DepthSummary
     settings: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
+    head_distance: list[list[float]] = field(default_factory=list)
+    criteria: dict[str, Any] | None = None
 
     @property
     def depth(self) -> int:

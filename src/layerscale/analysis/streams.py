@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from torch import nn
@@ -200,6 +200,21 @@ class BlockStack:
         replacements: dict[int, Callable[..., Any]] = {
             i: (lambda *a, _out=captured.outputs[i], **k: _out) for i in range(start)}
         for i in range(start, stop):
+            replacements[i] = lambda *a, _t=captured.outputs[i], **k: _with_stream(_t, _stream_argument(a, k))
+        with self._replaced(replacements):
+            return self.call(inputs)
+
+    def run_without(self, inputs: torch.Tensor, captured: CapturedBatch, removed: Iterable[int]) -> Any:
+        """The model's output with the blocks ``removed`` (0-based, any set, contiguous or not) replaced by
+        identities: the blocks before the first removed one replay their cached outputs, every later block that is
+        kept runs — ``#{kept blocks after min(removed)}`` block evaluations."""
+        removed = sorted(set(removed))
+        if not removed or removed[0] < 0 or removed[-1] >= self.depth:
+            raise ValueError(f"blocks {removed} are not a non-empty set of the {self.depth} blocks (0..{self.depth - 1})")
+        first = removed[0]
+        replacements: dict[int, Callable[..., Any]] = {
+            i: (lambda *a, _out=captured.outputs[i], **k: _out) for i in range(first)}
+        for i in removed:
             replacements[i] = lambda *a, _t=captured.outputs[i], **k: _with_stream(_t, _stream_argument(a, k))
         with self._replaced(replacements):
             return self.call(inputs)

@@ -18,6 +18,12 @@ loss's own units (nats):
 * **blocks needed alone**: blocks whose single ablation raises the loss by more than ``δ`` (the per-block count
   this analysis called "effective depth" before; not a depth: the set need not be contiguous, and it misses joint
   use).
+* **effective depth, set variant** ``D^set_δ = L − max{|S| : Δ(S) ≤ δ}`` over sets ``S`` of blocks, contiguous or
+  not (:mod:`~layerscale.analysis.set_depth`): what is left when the removable blocks are spread out (ShortGPT's
+  pruning; a model grown by inserting identity blocks).
+* **chance flag**: the loss is within 5 % of chance, ``ln C`` or ``ln V`` (:mod:`~layerscale.analysis.chance`).
+
+:meth:`DepthSummary.write_lines` states them in at most three lines.
 """
 
 from __future__ import annotations
@@ -89,6 +95,13 @@ class DepthSummary:
     probe_tolerance: float
     span_selection: str
     lines: list[str] = field(default_factory=list)
+    set_depth: int | None = None
+    set_depth_interval: list[float] | None = None
+    set_removed_blocks: list[int] = field(default_factory=list)
+    set_search: str | None = None
+    set_criterion: str | None = None
+    outputs: int | None = None
+    chance_warning: str | None = None
 
     @property
     def near_identity_fraction(self) -> float:
@@ -106,34 +119,29 @@ class DepthSummary:
         return cls(**raw)
 
     def write_lines(self, clean_loss: float, task: str) -> None:
-        """Fill :attr:`lines`, each answer with its interval."""
+        """Fill :attr:`lines`: at most three, each answer with its interval (the block lists, the bootstrap shares
+        and the thresholds' meaning are in ``analysis.json`` and docs/analysis.md)."""
         level = f"{self.level:.0%}"
 
         def iv(interval: Sequence[float] | None) -> str:
-            return f"{level} interval {interval[0]:g}–{interval[1]:g}" if interval else "no interval"
+            return f"{interval[0]:g}–{interval[1]:g}" if interval else "no interval"
 
-        shares = ", ".join(f"{d}: {s:.0%}" for d, s in sorted(self.effective_depth_shares.items()) if s >= 0.005)
-        span = (f"removing blocks {self.removed_span[0]}-{self.removed_span[1]}" if self.removed_span
-                else "removing no span")
+        span = f"cut {self.removed_span[0]}-{self.removed_span[1]}" if self.removed_span else "no cut"
+        first = (f"effective depth (δ = {self.tolerance:g} nats of loss {clean_loss:.4g}; {level} intervals): "
+                 f"D_δ {self.effective_depth} of {self.depth} (one span, {span}; {iv(self.effective_depth_interval)})")
+        if self.set_depth is not None:
+            how = self.set_search + (f" by {self.set_criterion}" if self.set_search == "greedy" else "")
+            first += (f", set variant {self.set_depth} of {self.depth} (any blocks, {how}; "
+                      f"{iv(self.set_depth_interval)})")
         lens = "logit-lens" if task == "language_model" else "early-exit"
-        self.lines = [
-            f"effective depth: {self.effective_depth} of {self.depth} blocks ({iv(self.effective_depth_interval)}; "
-            f"bootstrap shares {shares}) — {span} ({self.span_selection} span choice) keeps the loss within "
-            f"δ = {self.tolerance:g} nats of {clean_loss:.4g}",
-            f"{lens} depth: the first {self.exit_depth} of {self.depth} blocks reach a loss within δ = "
-            f"{self.tolerance:g} of the full model's ({iv(self.exit_depth_interval)})",
-            (f"probe-saturation depth: block {self.probe_saturation_depth} of {self.depth} is the first within "
-             f"{self.probe_tolerance:g} of the best probe accuracy {self.probe_best_accuracy:.4f} (at "
-             f"{self.probe_best_point}; {iv(self.probe_saturation_interval)})"
-             if self.probe_saturation_depth is not None else
-             "probe-saturation depth: no probes (language model or probes off)"),
-            f"near-identity blocks: {len(self.near_identity_blocks)} of {self.depth} turn the token the head reads "
-            f"by less than {self.near_identity:g} (angular distance, 1 = opposite; {iv(self.near_identity_interval)}) "
-            f"(blocks {ranges(self.near_identity_blocks)})",
-            f"blocks needed alone: {len(self.needed_alone_blocks)} of {self.depth} raise the loss by more than "
-            f"δ = {self.tolerance:g} when ablated one at a time ({iv(self.needed_alone_interval)}) (blocks "
-            f"{ranges(self.needed_alone_blocks)})",
-        ]
+        second = [f"{lens} depth {self.exit_depth} ({iv(self.exit_depth_interval)})"]
+        if self.probe_saturation_depth is not None:
+            second.append(f"probe saturation {self.probe_saturation_depth} ({iv(self.probe_saturation_interval)})")
+        second += [f"near-identity blocks {len(self.near_identity_blocks)} ({iv(self.near_identity_interval)})",
+                   f"needed alone {len(self.needed_alone_blocks)} ({iv(self.needed_alone_interval)})"]
+        self.lines = [first, " · ".join(second)]
+        if self.chance_warning:
+            self.lines.append(self.chance_warning)
 
 
 def ranges(blocks: Sequence[int]) -> str:
