@@ -73,7 +73,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
     not_a_run = tmp_path / "empty"
     not_a_run.mkdir()
     cases = [
-        ([str(tmp_path / "missing")], "no such run directory"),
+        ([str(tmp_path / "missing")], "no such model folder, run directory or weights file"),
         ([str(not_a_run)], "not a run directory"),
         ([str(misfit)], "checkpoint of another architecture"),
         ([str(run_dir), "--data", "no-such-set"], "unknown dataset 'no-such-set'"),

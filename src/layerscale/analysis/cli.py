@@ -1,7 +1,11 @@
 """``layerscale analyze SOURCE [--data NAME] [--data-path PATH] --out DIR``: depth utilisation of a trained model.
 
-SOURCE is a run directory from ``layerscale train`` (its latest checkpoint), one of its checkpoint directories, or a
-weights file with ``--config``. Writes ``analysis.json``, ``analysis.csv`` and ``analysis.html`` into DIR, and prints
+SOURCE is anything :func:`layerscale.sources.read_source` reads: a run directory from ``layerscale train`` (its
+latest checkpoint), one of its checkpoint directories, a weights file with ``--config``, our / timm / Hugging Face
+model folder, or a folder ``prune`` / ``grow`` wrote. A language model read from a folder is judged on the
+evaluation windows of ``--data-path`` through its tokenizer (``--tokenizer``, ``--seq-len``, ``--samples``,
+``--text-field``; :mod:`~layerscale.analysis.source_data`), and its loss and perplexity with 95 % intervals over
+windows are printed. Writes ``analysis.json``, ``analysis.csv`` and ``analysis.html`` into DIR, and prints
 the summary. ``--out`` (a folder that can be written) and ``--device`` (one this machine has) are checked before any
 computation, and everything is computed before anything is written: bad input writes nothing.
 """
@@ -13,16 +17,25 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..terminal import shows_progress
+from .data_options import add_text_arguments
+from .depth_options import add_analyze_depth_arguments, analyze_depth_options, existing_paper_file
+
 OUTPUT_FILES = ("analysis.json", "analysis.csv", "analysis.html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="run directory, checkpoint directory (RUN/checkpoints/step_N) or weights file")
+    parser.add_argument("source", help="run directory, checkpoint directory (RUN/checkpoints/step_N), weights file "
+                                       "with --config, or a model folder (ours, timm save_for_hf, Hugging Face, or "
+                                       "one prune / grow wrote)")
     parser.add_argument("--out", required=True, help="folder for analysis.json, analysis.csv and analysis.html")
     parser.add_argument("--data", default=None,
                         help="evaluation dataset name (default: the run's own held-out split); text for a language "
                              "model")
     parser.add_argument("--data-path", default=None, help="folder (image datasets) or text file (language models)")
+    parser.add_argument("--img-size", type=int, default=None, help="image size of --data for a model folder "
+                                                                  "(default: the model's)")
+    add_text_arguments(parser)
     parser.add_argument("--config", default=None, help="training config building the model of a weights file")
     parser.add_argument("--examples", type=int, default=1000, help="evaluation examples used (default 1000)")
     parser.add_argument("--batch-size", type=int, default=250,
@@ -46,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bootstrap replicates over the examples for the 95%% intervals (default 1000)")
     parser.add_argument("--device", default=None, help="torch device (default: cpu)")
     parser.add_argument("--force", action="store_true", help="replace existing analysis files in --out")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_analyze_depth_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (none is drawn anyway when stderr is not a terminal)")
 
 
 def check_writable_folder(out: Path) -> None:
@@ -67,29 +82,50 @@ def check_writable_folder(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from . import source
+    from .data_options import data_request
     from .device import analysis_device
+    from .paper_outputs import analysis_paper_files, write_files
     from .report import analysis_page
-    from .source import analyze_run
 
+    depth_options = analyze_depth_options(args)
     out = Path(args.out)
     check_writable_folder(out)
     existing = [name for name in OUTPUT_FILES if (out / name).exists()]
+    existing += [path.name for path in [existing_paper_file(out)] if path is not None]
     if existing and not args.force:
         raise FileExistsError(f"{out / existing[0]} already exists; use --force to replace it or choose another "
                               "--out")
     device = analysis_device(args.device or "cpu")
-    result = analyze_run(args.source, args.data, args.data_path, args.config, max_examples=args.examples,
-                         batch_size=args.batch_size, tolerance=args.tolerance, spans=args.spans,
-                         near_identity=args.near_identity, probes=not args.no_probes, probe_splits=args.probe_splits,
-                         cka=args.cka, cka_tokens=args.cka_tokens, bootstrap=args.bootstrap, device=device,
-                         progress=not args.no_progress)
+    request = data_request(args, args.examples)
+    result = source.analyze_run(args.source, args.data, args.data_path, args.config, text=request.text,
+                                img_size=args.img_size, max_examples=args.examples, batch_size=args.batch_size,
+                                tolerance=args.tolerance, spans=args.spans, near_identity=args.near_identity,
+                                probes=not args.no_probes, probe_splits=args.probe_splits, cka=args.cka,
+                                cka_tokens=args.cka_tokens, bootstrap=args.bootstrap, device=device,
+                                progress=shows_progress(args.no_progress), **depth_options)
+    html, paper = analysis_page(result), analysis_paper_files(result)
     try:
-        paths = result.write(out, html=analysis_page(result))
+        paths = result.write(out, html=html)
+        paths.update({p.name: p for p in write_files(out, paper)})
     except OSError as exc:
         raise ValueError(f"{out}: cannot write the analysis ({exc.strerror or exc})") from None
     print(f"{result.model} ({result.residual or 'residual method unknown'}), {result.depth} blocks, "
           f"{result.num_examples} examples: loss {result.clean_loss:.4f}, accuracy {result.clean_accuracy:.4f}")
+    if result.task == "language_model":
+        print(f"  {perplexity_line(result)}")
     for line in result.summary.lines:
         print(f"  {line}")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
+
+
+def perplexity_line(result) -> str:
+    """``exp`` of the mean token loss over the evaluation windows and of its 95 % interval's bounds (the windows are
+    the bootstrap's examples, :mod:`~layerscale.analysis.perplexity`)."""
+    import math
+
+    low, high = result.intervals["clean_loss"]
+    return (f"perplexity {math.exp(result.clean_loss):.4f} [{math.exp(low):.4f}, {math.exp(high):.4f}] "
+            f"(exp of the mean token loss; {result.settings['level']:.0%} interval over {result.num_examples} "
+            "evaluation windows)")

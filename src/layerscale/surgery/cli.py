@@ -1,7 +1,8 @@
 """``layerscale fold SRC DST``: fold the LayerScale of a checkpoint into its linear layers (safetensors out).
 
 The checkpoint may be in any format ``layerscale convert`` reads; it is converted to our keys, folded
-(:func:`layerscale.surgery.fold_state_dict`) and written atomically. The result loads into the same architecture
+(:func:`layerscale.surgery.fold_state_dict`) and written atomically; a checkpoint holding a NaN or infinite weight
+is refused, naming the first such tensor, before anything is written. The result loads into the same architecture
 built without scales, which depends on the method (:func:`~layerscale.surgery.fold_state_dict.folded_target`):
 ``residual="prenorm"`` (or a timm ViT with ``init_values=None``) for LayerScale, ``residual="tfixup"`` for ReZero
 and SkipInit, whose blocks have no norms.
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
     from ..interop.cli import check_destination
     from ..interop.convert import convert_with_report
+    from ..sources.finite import check_finite_tensors
     from .fold_state_dict import fold_state_dict, folded_target
 
     from ..train.run_paths import weights_file
@@ -36,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     src, dst = weights_file(args.src), Path(args.dst)
     check_destination(src, dst, args.force)
     loaded = read_state_dict_file(src)
+    check_finite_tensors(loaded.tensors, str(src))
     canonical, report = convert_with_report(loaded.tensors, args.source, "layerscale")
     folded, counts = fold_state_dict(canonical)
     where = f", weights under {loaded.container!r}" if loaded.container else ""

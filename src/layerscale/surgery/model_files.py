@@ -1,15 +1,6 @@
-"""Read the model that ``layerscale grow`` / ``layerscale prune`` edit, and write the edited model atomically.
-
-SOURCE is one of
-
-* a run directory of ``layerscale train`` (its latest checkpoint), one of its checkpoint directories, or a weights
-  file with ``--config`` (:func:`layerscale.analysis.source.load_run_model` rebuilds the model as trained);
-* a folder written by our ``save_pretrained`` (``config.json`` with ``"library": "torch-layerscale"``);
-* a timm folder (``config.json`` with ``architecture`` and ``pretrained_cfg``, written by timm's ``save_for_hf``),
-  read with ``timm.create_model("local-dir:SOURCE", pretrained=True)``;
-* a Hugging Face causal-LM folder (``config.json`` with ``model_type``), read with ``from_pretrained`` (a model
-  saved after :func:`~layerscale.add_layerscale` keeps its scales,
-  :func:`~layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale`).
+"""Write the model that ``layerscale grow`` / ``layerscale prune`` edited, atomically. SOURCE is read by the one
+resolver of every command, :func:`layerscale.sources.read_source` (a training run, our / timm / Hugging Face model
+folder, or a folder these commands wrote).
 
 DEST is a folder in the same library's layout, so the plain library loads it at the new depth: ours with
 ``VisionTransformer/CaiT/GPT.from_pretrained(DEST)``, timm with ``timm.create_model("local-dir:DEST",
@@ -24,114 +15,21 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
 from ..destinations import check_writable_dir
+from ..sources import TRAIN_CONFIG_NAME, SourceModel, read_source
+from ..sources.model_folder import quiet_transformers as _quiet_transformers
 from .new_blocks import NEW_BLOCKS_KEY, new_block_indices
 
-__all__ = ["SourceModel", "read_source_model", "write_model_folder", "check_destination_folder"]
+__all__ = ["SourceModel", "read_source_model", "write_model_folder", "check_destination_folder",
+           "TRAIN_CONFIG_NAME"]
 
-TRAIN_CONFIG_NAME = "train.yaml"
-
-
-@dataclass
-class SourceModel:
-    """The model read from ``path``: ``library`` is ``"layerscale"``, ``"timm"`` or ``"transformers"``; ``run``
-    the :class:`~layerscale.analysis.source.RunModel` when it came from a training run (its config and data)."""
-
-    model: nn.Module
-    library: str
-    path: Path
-    run: Any = None
-    notes: list[str] = field(default_factory=list)
-
-
-def _config_json(folder: Path) -> dict | None:
-    path = folder / "config.json"
-    if not path.is_file():
-        return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    return config if isinstance(config, dict) else None
-
-
-def _ours(folder: Path) -> nn.Module:
-    from ..models.cait import CaiT
-    from ..models.gpt import GPT
-    from ..models.vit import VisionTransformer
-
-    classes = {cls.__name__: cls for cls in (VisionTransformer, CaiT, GPT)}
-    name = _config_json(folder).get("architecture")
-    if name not in classes:
-        raise ValueError(f"{folder}: config.json describes a {name!r}; depth surgery reads {', '.join(classes)}")
-    return classes[name].from_pretrained(folder)
-
-
-def _timm(folder: Path) -> nn.Module:
-    try:
-        import timm
-    except ImportError:
-        raise ImportError(f"{folder} is a timm model folder; reading it needs timm: pip install timm") from None
-    return timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True).eval()
-
-
-def _transformers(folder: Path) -> nn.Module:
-    try:
-        from transformers import AutoModelForCausalLM
-    except ImportError:
-        raise ImportError(f"{folder} is a Hugging Face model folder; reading it needs transformers: "
-                          f"pip install 'torch-layerscale[hf]'") from None
-    from ..integrations.hf_causal_lm import from_pretrained_with_layerscale
-
-    with _quiet_transformers():
-        return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
-
-
-@contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """No progress bars from transformers while reading or writing (the commands print one summary)."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
-
-
-def read_source_model(source: str | os.PathLike, config: str | os.PathLike | None = None) -> SourceModel:
-    """The model in ``source`` (see the module docstring). Raises ``FileNotFoundError`` when it does not exist,
-    ``ImportError`` for a missing library, and a one-line ``ValueError`` for anything it cannot read."""
-    path = Path(source)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such model folder, run directory or weights file")
-    folder_config = _config_json(path) if path.is_dir() else None
-    try:
-        if folder_config is not None and folder_config.get("library") == "torch-layerscale":
-            return SourceModel(_ours(path), "layerscale", path)
-        if folder_config is not None and "model_type" in folder_config:
-            return SourceModel(_transformers(path), "transformers", path)
-        if folder_config is not None and "architecture" in folder_config and "pretrained_cfg" in folder_config:
-            return SourceModel(_timm(path), "timm", path)
-        from ..analysis.source import load_run_model
-
-        run = load_run_model(path, config)
-        return SourceModel(run.model, "layerscale", path, run=run)
-    except (ValueError, FileNotFoundError, ImportError):
-        raise
-    except Exception as exc:  # a library's own error for a file it cannot read: one line naming the source
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise ValueError(f"cannot read {path}: {type(exc).__name__}: {reason}") from None
+#: The reader of every source (:func:`layerscale.sources.read_source`), under the name surgery has always used.
+read_source_model = read_source
 
 
 def check_destination_folder(dest: str | os.PathLike, force: bool, source: str | os.PathLike | None = None) -> Path:
@@ -185,11 +83,28 @@ def _write_transformers(model: nn.Module, folder: Path) -> list[str]:
     return ["AutoModelForCausalLM.from_pretrained(DEST)"]
 
 
+def tokenizer_file_contents(folder: str | os.PathLike | None) -> dict[str, bytes]:
+    """The tokenizer files of a source folder (:data:`~layerscale.sources.model_folder.TOKENIZER_FILES`), name →
+    bytes, read without following links and bounded in size, so the edited model's folder keeps its tokenizer."""
+    from ..sources.model_folder import tokenizer_files
+    from ..untrusted_files import read_regular_file
+
+    if folder is None or not Path(folder).is_dir():
+        return {}
+    return {path.name: read_regular_file(path, MAX_TOKENIZER_FILE_BYTES)
+            for path in tokenizer_files(Path(folder))}
+
+
+#: A tokenizer file larger than this is refused (the largest real ones, multilingual tokenizer.json, are ~35 MB).
+MAX_TOKENIZER_FILE_BYTES = 256 << 20
+
+
 def write_model_folder(model: nn.Module, library: str, dest: str | os.PathLike, *, surgery: dict[str, Any],
-                       extra_files: dict[str, str] | None = None) -> list[str]:
+                       extra_files: dict[str, str | bytes] | None = None) -> list[str]:
     """Write ``model`` into the folder ``dest`` in ``library``'s layout, with ``surgery`` (what was done) and the
-    model's new-block record in ``config.json``; ``extra_files`` (name → text) beside it. Atomic: built in a
-    temporary folder, then renamed over ``dest``. Returns how to load it (lines for the user)."""
+    model's new-block record in ``config.json`` (and, for timm, in ``pretrained_cfg``: :mod:`.new_blocks`);
+    ``extra_files`` (name → text or bytes: the training config, the source's tokenizer files) beside it. Atomic:
+    built in a temporary folder, then renamed over ``dest``. Returns how to load it (lines for the user)."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     extra: dict[str, Any] = {"layerscale_surgery": surgery}
@@ -207,8 +122,9 @@ def write_model_folder(model: nn.Module, library: str, dest: str | os.PathLike, 
             config = model.config
             setattr(config, "layerscale_surgery", surgery)
             how = _write_transformers(model, tmp)
-        for name, text in (extra_files or {}).items():
-            (tmp / name).write_text(text, encoding="utf-8")
+        for name, content in (extra_files or {}).items():
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            (tmp / name).write_bytes(data)
         os.chmod(tmp, 0o777 & ~_umask())
         if dest.exists():
             old = dest.parent / f".{dest.name}.old-{os.getpid()}"

@@ -9,6 +9,7 @@ reads back (``run.init_from`` with ``optim.trainable: new_blocks``).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -18,26 +19,71 @@ from torch import nn
 from .block_list import block_family
 
 __all__ = ["NEW_BLOCKS_KEY", "new_block_indices", "new_block_modules", "read_new_blocks", "record_new_blocks",
-           "freeze_all_but_new_blocks"]
+           "forget_new_blocks", "freeze_all_but_new_blocks"]
 
 NEW_BLOCKS_KEY = "layerscale_new_blocks"
+_NOTE_PREFIX = f"{NEW_BLOCKS_KEY}: "
+
+
+def _timm_notes(model: nn.Module) -> list[str] | None:
+    cfg = model.__dict__.get("pretrained_cfg")
+    if not isinstance(cfg, dict):
+        return None
+    return [str(note) for note in (cfg.get("notes") or ())]
+
+
+def _set_timm_note(model: nn.Module, indices: list[int] | None) -> None:
+    notes = _timm_notes(model)
+    if notes is None:
+        return
+    notes = [note for note in notes if not note.startswith(_NOTE_PREFIX)]
+    if indices is not None:
+        notes.append(f"{_NOTE_PREFIX}{indices}")
+    model.pretrained_cfg = {**model.pretrained_cfg, "notes": tuple(notes) or None}
 
 
 def record_new_blocks(model: nn.Module, indices: list[int]) -> None:
-    """Record ``indices`` as the new blocks of ``model`` (replacing an earlier record)."""
+    """Record ``indices`` as the new blocks of ``model`` (replacing an earlier record), on the model and where its
+    library saves it (module docstring)."""
     model.__dict__[NEW_BLOCKS_KEY] = tuple(int(i) for i in indices)
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "to_dict"):  # a Hugging Face config: written by save_pretrained
         setattr(config, NEW_BLOCKS_KEY, [int(i) for i in indices])
+    _set_timm_note(model, [int(i) for i in indices])
+
+
+def forget_new_blocks(model: nn.Module) -> None:
+    """Drop every new-block record of ``model`` (after pruning, the indices no longer hold)."""
+    model.__dict__.pop(NEW_BLOCKS_KEY, None)
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, NEW_BLOCKS_KEY):
+        delattr(config, NEW_BLOCKS_KEY)
+    _set_timm_note(model, None)
+
+
+def _from_timm_note(model: nn.Module) -> tuple[int, ...] | None:
+    for note in _timm_notes(model) or ():
+        if note.startswith(_NOTE_PREFIX):
+            try:
+                value = ast.literal_eval(note[len(_NOTE_PREFIX):])
+            except (ValueError, SyntaxError):
+                value = None
+            if not (isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)):
+                raise ValueError(f"pretrained_cfg note {note!r}: expected '{_NOTE_PREFIX}[i, j, ...]'")
+            return tuple(value)
+    return None
 
 
 def new_block_indices(model: nn.Module) -> tuple[int, ...] | None:
-    """The recorded new blocks of ``model``, or ``None`` when it was not grown."""
+    """The recorded new blocks of ``model`` (on the model, its Hugging Face config or its timm
+    ``pretrained_cfg``), or ``None`` when it was not grown."""
     model = getattr(model, "module", model)  # DDP's wrapper
     found = model.__dict__.get(NEW_BLOCKS_KEY)
     if found is None:
         found = getattr(getattr(model, "config", None), NEW_BLOCKS_KEY, None)
-    return None if found is None else tuple(int(i) for i in found)
+    if found is None:
+        return _from_timm_note(model)
+    return tuple(int(i) for i in found)
 
 
 def new_block_modules(model: nn.Module) -> list[nn.Module]:

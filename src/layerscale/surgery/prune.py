@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from .block_list import block_family
+from .new_blocks import forget_new_blocks
 
 __all__ = ["prune", "block_scores", "blocks_to_remove", "PRUNE_CRITERIA", "gamma_scores"]
 
@@ -51,10 +52,7 @@ def prune(model: nn.Module, blocks: Sequence[int], *, inplace: bool = False) -> 
     target = model if inplace else copy.deepcopy(model)
     kept = [(i, b) for i, b in enumerate(family.blocks(target)) if i not in remove]
     family.install(target, [b for _, b in kept], [i for i, _ in kept])
-    target.__dict__.pop("layerscale_new_blocks", None)  # indices of a former growth no longer hold
-    config = getattr(target, "config", None)
-    if config is not None and hasattr(config, "layerscale_new_blocks"):
-        delattr(config, "layerscale_new_blocks")
+    forget_new_blocks(target)  # indices of a former growth no longer hold
     return target
 
 

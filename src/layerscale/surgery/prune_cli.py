@@ -1,18 +1,28 @@
-"""``layerscale prune SOURCE --remove N --by CRITERION --out DEST [--heal-steps K]``.
+"""``layerscale prune SOURCE --remove N --by CRITERION --out DEST [--heal-steps K [--heal full|lora]]``.
 
-Reads SOURCE (:mod:`layerscale.surgery.model_files`), scores its blocks by each criterion given (``--by gamma``,
-``angular``, ``block_influence``, ``ablation``, or several comma-separated: the first decides what is written), or
-takes the blocks to remove from ``--blocks i,j``; prints the loss and accuracy after removing the 0 … N most
-removable blocks per criterion; writes DEST without the chosen N blocks, at the new depth, in the source library's
-layout. ``--heal-steps K`` (a training run as SOURCE) fine-tunes the pruned model K steps with the run's own config
-and data through ``layerscale train`` before writing. Arguments and DEST are checked before the model is read;
-nothing is written on error.
+Reads SOURCE (the one resolver, :func:`layerscale.sources.read_source`: a training run, our / timm / Hugging Face
+model folder, or a folder ``prune`` / ``grow`` wrote), scores its blocks by each criterion given (``--by gamma``,
+``angular``, ``block_influence``, ``ablation``, or several comma-separated: the first decides what is written) on
+the **calibration** split, or takes the blocks to remove from ``--blocks i,j``; prints the loss and accuracy on the
+**evaluation** split after removing the 0 … N most removable blocks per criterion (:mod:`~layerscale.analysis
+.source_data`: a run's splits, an image dataset's train / test, or text through the model's tokenizer in windows);
+for a language model read as token windows, the loss and perplexity with 95 % intervals over evaluation windows
+before and after pruning (:mod:`~layerscale.analysis.perplexity`); writes DEST without the chosen N blocks, at the
+new depth, in the source library's layout, with the source's tokenizer files. ``--heal-steps K`` heals the pruned
+model K steps on the calibration split — ``--heal full`` (every weight) or ``--heal lora`` (``peft`` adapters,
+merged) by :mod:`~layerscale.surgery.heal_loop`, or, for ``full`` on a training run's own data, through
+``layerscale train`` with the run's recipe (:mod:`~layerscale.surgery.prune_heal`) — and heals the unpruned model
+alike as the control; the steps printed are the steps run. Arguments and DEST are checked before the model is
+read; nothing is written on error.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 
+from ..analysis.data_options import add_text_arguments
+from .heal_loop import HEAL_METHODS
 from .prune import PRUNE_CRITERIA
 
 
@@ -26,16 +36,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="remove exactly these blocks (0-based indices) instead of choosing them by a criterion")
     parser.add_argument("--out", required=True, metavar="DEST", help="folder to write the pruned model into")
     parser.add_argument("--data", default=None, help="evaluation dataset name (default: a run's own held-out split)")
-    parser.add_argument("--data-path", default=None, help="folder (image datasets) or text file (language models, "
-                                                          "byte tokens)")
+    parser.add_argument("--data-path", default=None, help="folder (image datasets) or text / JSONL file (language "
+                                                          "models, through --tokenizer)")
     parser.add_argument("--img-size", type=int, default=None, help="image size of --data for a model folder")
-    parser.add_argument("--block-size", type=int, default=64, help="tokens per example of text --data (default 64)")
     parser.add_argument("--examples", type=int, default=1000, help="evaluation examples used (default 1000)")
     parser.add_argument("--batch-size", type=int, default=250, help="examples per pass (default 250)")
+    add_text_arguments(parser)
     parser.add_argument("--heal-steps", type=int, default=0, metavar="K",
-                        help="fine-tune the pruned model K steps with the source run's config and data (default 0)")
+                        help="heal the pruned model (and the unpruned control) K steps on the calibration split "
+                             "(default 0)")
+    parser.add_argument("--heal", default="full", choices=HEAL_METHODS,
+                        help="full fine-tuning (default) or LoRA adapters (peft), merged afterwards")
+    parser.add_argument("--lora-rank", type=int, default=8, metavar="R", help="rank of the LoRA adapters (default 8)")
+    parser.add_argument("--heal-batch-size", type=int, default=8, metavar="B",
+                        help="calibration examples per healing step (default 8)")
     parser.add_argument("--heal-lr", type=float, default=None, metavar="LR",
-                        help="peak rate of the healing fine-tune (default: the source run's own rate)")
+                        help="rate of the healing fine-tune (default: a training run's own peak rate; 1e-4 "
+                             "otherwise)")
     parser.add_argument("--heal-out", default=None, metavar="RUN_DIR",
                         help="keep the healing run here (default: a temporary folder, removed)")
     parser.add_argument("--config", default=None, help="training config building the model of a weights file")
@@ -61,48 +78,29 @@ def _criteria(text: str | None) -> list[str]:
 
 
 def _eval_data(source, args):
-    """``(scoring set, evaluation set)``. A training run: its held-out split (or --data) is evaluated, and the
-    blocks are scored on its validation split when it has one (``data.validation_fraction``), so that the blocks
-    are not chosen on the examples they are judged on; else both are the evaluation set. A model folder: --data /
-    --data-path for both; ``(None, None)`` without them."""
-    from ..analysis.evaluation import as_eval_set
+    """``(calibration set, evaluation set)`` of ``source`` (:func:`layerscale.analysis.source_data.source_data`);
+    ``(None, None)`` for a model folder given no data."""
+    return _split(source, args)[:2] if _has_data(source, args) else (None, None)
 
-    if source.run is not None:
-        from ..analysis.source import load_eval_data
-        from ..train.data_setup import load_train_data
 
-        train_data = load_train_data(source.run.config)
-        evaluation = as_eval_set(load_eval_data(source.run, args.data, args.data_path, train_data=train_data),
-                                 args.examples)
-        if args.data is None and args.data_path is None and train_data.validation is not None:
-            return as_eval_set(train_data.validation, args.examples), evaluation
-        return evaluation, evaluation
-    if args.data is None and args.data_path is None:
-        return None, None
-    language = source.library == "transformers" or hasattr(source.model, "vocab_size")
-    if language:
-        if args.data_path is None or args.data not in (None, "text"):
-            raise ValueError("a language model's evaluation text is given with --data-path FILE (byte tokens)")
-        from ..data.text import load_text
+def _has_data(source, args) -> bool:
+    return source.run is not None or args.data is not None or args.data_path is not None
 
-        evaluation = as_eval_set(load_text(args.data_path, args.block_size, 0.1).val, args.examples)
-        return evaluation, evaluation
-    if args.data is None:
-        raise ValueError("give the evaluation dataset's name with --data (and its folder with --data-path)")
-    from ..data.registry import load_dataset
 
-    bundle = load_dataset(args.data, args.data_path, augment=False, img_size=args.img_size, test_fraction=0.2,
-                          seed=0)
-    evaluation = as_eval_set(bundle.test, args.examples)
-    return evaluation, evaluation
+def _split(source, args):
+    from ..analysis.data_options import data_request
+    from ..analysis.source_data import source_data
+
+    split = source_data(source, data_request(args, getattr(args, "examples", None)))
+    return split.calibration, split.evaluation, split
 
 
 def run(args: argparse.Namespace) -> int:
     from .block_list import block_family
     from .model_files import check_destination_folder, read_source_model
     from .prune import block_scores, blocks_to_remove, prune
-    from .prune_eval import evaluate, removal_curve
-    from .prune_heal import heal_pruned
+    from .prune_eval import removal_curve
+    from .prune_healing import heal_with_control, report_perplexity
     from .surgery_output import finish_write
 
     criteria = _criteria(args.by)
@@ -120,26 +118,36 @@ def run(args: argparse.Namespace) -> int:
     if args.heal_lr is not None and not args.heal_steps:
         raise ValueError("--heal-lr needs --heal-steps K, the number of healing steps")
     for name, value in (("--heal-steps", args.heal_steps), ("--examples", args.examples - 1),
-                        ("--batch-size", args.batch_size - 1)):
+                        ("--batch-size", args.batch_size - 1), ("--lora-rank", args.lora_rank - 1),
+                        ("--heal-batch-size", args.heal_batch_size - 1), ("--samples", args.samples - 1),
+                        ("--seq-len", args.seq_len - 2)):
         if value < 0:
-            raise ValueError(f"{name} must be {'>= 0' if name == '--heal-steps' else '>= 1'}")
+            bound = {"--heal-steps": 0, "--seq-len": 2}.get(name, 1)
+            raise ValueError(f"{name} must be >= {bound}")
     dest = check_destination_folder(args.out, args.force, args.source)
     if args.heal_out is not None:
         check_destination_folder(args.heal_out, False)
     source = read_source_model(args.source, args.config)
-    if args.heal_steps and source.run is None:
-        raise ValueError("--heal-steps needs a training run as SOURCE: its config and data drive the fine-tune")
+    if args.tokenizer is not None and source.tokenizer is None:
+        source.tokenizer = args.tokenizer  # DEST gets the tokenizer its text was read with
     model = source.model
     depth = len(block_family(model).blocks(model))
     n = len(set(chosen)) if chosen is not None else args.remove
     if n >= depth:
         raise ValueError(f"--remove {n}: {args.source} has {depth} blocks; remove at most {depth - 1} (N < L)")
     block_family(model).check_editable(model)
-    scoring, data = _eval_data(source, args) if (criteria or args.heal_steps) else (None, None)
-    if criteria and data is None:
-        raise ValueError(f"--by {criteria[0]} needs evaluation data: give --data / --data-path (a training run "
-                         f"uses its own held-out split)")
+    needs_data = criteria or args.heal_steps
+    scoring, data, split = _split(source, args) if needs_data and _has_data(source, args) else (None, None, None)
+    if needs_data and data is None:
+        what = f"--by {criteria[0]}" if criteria else "--heal-steps"
+        raise ValueError(f"{what} needs evaluation data: give --data / --data-path (a training run uses its own "
+                         "splits)")
+    for line in split.lines if split is not None else ():
+        print(line)
     model.to(args.device)
+    tokens = split is not None and split.tokens
+    original = copy.deepcopy(model) if args.heal_steps else None
+    perplexity = {"unpruned": report_perplexity("unpruned", model, data, args)} if tokens else {}
     for criterion in criteria:
         scores = block_scores(model, scoring, criterion, device=args.device, batch_size=args.batch_size)
         if chosen is None and criterion == criteria[0]:
@@ -153,15 +161,12 @@ def run(args: argparse.Namespace) -> int:
     pruned = prune(model, chosen, inplace=True)
     surgery = {"operation": "prune", "source": str(args.source), "removed_blocks": sorted(set(chosen)),
                "by": criteria[0] if args.blocks is None else "blocks"}
+    if tokens:
+        perplexity["pruned"] = report_perplexity("pruned", pruned, data, args)
+        surgery["perplexity"] = {name: value.as_dict() for name, value in perplexity.items()}
     if args.heal_steps:
-        before = evaluate(pruned, data, device=args.device, batch_size=args.batch_size)
-        result = heal_pruned(pruned.cpu(), source, args.heal_steps, args.heal_out, lr=args.heal_lr)
-        after = evaluate(pruned.to(args.device), data, device=args.device, batch_size=args.batch_size)
-        print(f"healed {args.heal_steps} steps: loss {before.loss:.4f} -> {after.loss:.4f}, accuracy "
-              f"{before.accuracy:.4f} -> {after.accuracy:.4f}"
-              + (f" (run {result.run_dir})" if args.heal_out else ""))
-        surgery.update(heal_steps=args.heal_steps, loss_before_heal=before.loss, loss_after_heal=after.loss,
-                       **({"heal_lr": args.heal_lr} if args.heal_lr is not None else {}))
+        pruned, record = heal_with_control(pruned, original, source, scoring, data, args, tokens)
+        surgery.update(record)
     pruned.cpu()
     lines = finish_write(pruned, source, dest, surgery)
     print(f"removed blocks {sorted(set(chosen))} of {depth}: {depth - n} blocks left")

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import nn
 
-from .model_files import TRAIN_CONFIG_NAME, SourceModel, write_model_folder
+from .model_files import TRAIN_CONFIG_NAME, SourceModel, tokenizer_file_contents, write_model_folder
 
 __all__ = ["finish_write", "train_config_text"]
 
@@ -30,15 +30,16 @@ def train_config_text(model: nn.Module, run: Any, dest: Path) -> str:
 
 def finish_write(model: nn.Module, source: SourceModel, dest: Path, surgery: dict[str, Any], *,
                  fold: bool = False) -> list[str]:
-    """Write ``model`` to ``dest`` (see :func:`~layerscale.surgery.model_files.write_model_folder`); returns the
-    lines to print."""
+    """Write ``model`` to ``dest`` (see :func:`~layerscale.surgery.model_files.write_model_folder`) with the source's
+    tokenizer files, so the folder is a complete source again; returns the lines to print."""
     if fold:
         from .fold import fold_layerscale
 
         fold_layerscale(model)
         surgery = {**surgery, "folded": True}
     extra = {TRAIN_CONFIG_NAME: train_config_text(model, source.run, dest)} if source.run is not None else {}
-    how = write_model_folder(model, source.library, dest, surgery=surgery, extra_files=extra)
+    tokenizer = tokenizer_file_contents(source.tokenizer)
+    how = write_model_folder(model, source.library, dest, surgery=surgery, extra_files={**tokenizer, **extra})
     lines = [f"wrote {dest}; load it with {how[0]}", *how[1:]]
     if extra:
         only_new = " [--set optim.trainable=new_blocks]" if surgery.get("operation") == "grow" else ""

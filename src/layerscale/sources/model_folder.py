@@ -1,0 +1,122 @@
+"""Model folders: ours (``save_pretrained``), timm (``save_for_hf``) and Hugging Face (``save_pretrained``, one
+weights file or shards with their index), told apart by ``config.json``:
+
+* ``"library": "torch-layerscale"`` — ours, read with ``VisionTransformer/CaiT/GPT.from_pretrained``;
+* ``"model_type"`` — a Hugging Face causal LM, read with ``AutoModelForCausalLM.from_pretrained`` (a model saved
+  with LayerScale keeps its scales: :func:`~layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale`);
+* ``"architecture"`` with ``"pretrained_cfg"`` — timm, read with ``timm.create_model("local-dir:FOLDER",
+  pretrained=True)``.
+
+``config.json`` is read with the one hostile-file reader (:mod:`layerscale.untrusted_files`: bounded, no link
+followed, strict JSON) and the folder is refused when any entry is a link (:func:`check_no_links`), before a library
+opens a weights file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from torch import nn
+
+from ..untrusted_files import UntrustedFileError, parse_json, read_regular_file, regular_files
+
+__all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "read_model_folder", "quiet_transformers",
+           "TOKENIZER_FILES", "tokenizer_files"]
+
+#: The files of a Hugging Face tokenizer (``save_pretrained`` of a tokenizer), copied into edited model folders.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
+                   "tokenizer.model", "added_tokens.json", "chat_template.jinja")
+
+#: A ``config.json`` larger than this is refused (real ones are a few kB).
+MAX_CONFIG_BYTES = 8 << 20
+
+
+def check_no_links(folder: Path, what: str = "model folder") -> list[str]:
+    """The regular files directly in ``folder``; :class:`~layerscale.untrusted_files.UntrustedFileError` (one
+    line) when ``folder`` or any entry in it is a symbolic link, so no library reading it afterwards follows one."""
+    files, other = regular_files(folder)
+    for name in other:
+        if (folder / name).is_symlink():
+            raise UntrustedFileError(f"{folder / name}: refused (a symbolic link inside the {what}); links are "
+                                     "not followed")
+    return files
+
+
+def folder_kind(folder: Path) -> tuple[str | None, dict | None]:
+    """``(kind, config)``: kind ``"layerscale"``, ``"transformers"``, ``"timm"`` or ``None`` (no ``config.json``, or
+    one of none of these), and the parsed ``config.json`` (``None`` when absent)."""
+    path = folder / "config.json"
+    if not path.exists() and not path.is_symlink():
+        return None, None
+    check_no_links(folder)
+    config = parse_json(read_regular_file(path, MAX_CONFIG_BYTES), str(path))
+    if config.get("library") == "torch-layerscale":
+        return "layerscale", config
+    if "model_type" in config:
+        return "transformers", config
+    if "architecture" in config and "pretrained_cfg" in config:
+        return "timm", config
+    return None, config
+
+
+def tokenizer_files(folder: Path) -> list[Path]:
+    """The tokenizer files (:data:`TOKENIZER_FILES`) present in ``folder``."""
+    return [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
+
+
+def _ours(folder: Path, config: dict) -> nn.Module:
+    from ..models.cait import CaiT
+    from ..models.gpt import GPT
+    from ..models.vit import VisionTransformer
+
+    classes = {cls.__name__: cls for cls in (VisionTransformer, CaiT, GPT)}
+    name = config.get("architecture")
+    if name not in classes:
+        raise ValueError(f"{folder}: config.json describes a {name!r}; this reads {', '.join(classes)}")
+    return classes[name].from_pretrained(folder)
+
+
+def _timm(folder: Path) -> nn.Module:
+    try:
+        import timm
+    except ImportError:
+        raise ImportError(f"{folder} is a timm model folder; reading it needs timm: pip install timm") from None
+    model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True).eval()
+    return model
+
+
+def _transformers(folder: Path) -> nn.Module:
+    try:
+        from transformers import AutoModelForCausalLM
+    except ImportError:
+        raise ImportError(f"{folder} is a Hugging Face model folder; reading it needs transformers: "
+                          f"pip install 'torch-layerscale[hf]'") from None
+    from ..integrations.hf_causal_lm import from_pretrained_with_layerscale
+
+    with quiet_transformers():
+        return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """No progress bars from transformers while reading or writing (the commands print one summary)."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def read_model_folder(folder: Path, kind: str, config: dict) -> nn.Module:
+    """The model in ``folder`` of ``kind`` (from :func:`folder_kind`), in eval mode."""
+    if kind == "layerscale":
+        return _ours(folder, config)
+    if kind == "timm":
+        return _timm(folder)
+    return _transformers(folder)

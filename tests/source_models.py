@@ -1,0 +1,115 @@
+"""Model folders for the source-resolver, language-data and healing tests: random-weight timm / Hugging Face models
+saved the way their libraries save them, a BPE tokenizer trained inside the test with the ``tokenizers`` library on
+a few hundred lines of text, and that text as a plain file and as JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import torch
+
+WORDS = ("the model reads a layer block depth scale residual stream token window text train prune grow heal "
+         "loss value small large deep network learns each every from into over under with while").split()
+
+
+def corpus_lines(count: int = 300, seed: int = 0) -> list[str]:
+    """``count`` deterministic lines of 6–14 words."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) + "." for _ in range(count)]
+
+
+def write_text(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, lines: list[str], field: str = "text") -> Path:
+    path.write_text("".join(json.dumps({field: line, "id": i}) + "\n" for i, line in enumerate(lines)),
+                    encoding="utf-8")
+    return path
+
+
+def train_bpe_tokenizer(folder: Path, lines: list[str], vocab_size: int = 120) -> Path:
+    """A byte-level BPE tokenizer trained on ``lines``, saved as a Hugging Face tokenizer folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<eos>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(lines, trainer)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>").save_pretrained(folder)
+    return folder
+
+
+def tokenizer_vocab(folder: Path) -> int:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(folder / "tokenizer.json")).get_vocab_size(with_added_tokens=True)
+
+
+def llama(vocab: int, layers: int = 4, hidden: int = 32, positions: int = 64, seed: int = 0):
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab,
+                                      max_position_embeddings=positions, bos_token_id=0, eos_token_id=0)
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def gpt2(vocab: int, layers: int = 3, hidden: int = 32, positions: int = 64, seed: int = 0):
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(n_embd=hidden, n_layer=layers, n_head=2, vocab_size=vocab, n_positions=positions,
+                                     bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(config).eval()
+
+
+def hf_folder(folder: Path, model, tokenizer: Path | None, *, shard: str | None = None) -> Path:
+    """``model.save_pretrained(folder)`` (in shards of ``shard`` when given) with the tokenizer's files beside it."""
+    model.save_pretrained(folder, **({"max_shard_size": shard} if shard else {}))
+    if tokenizer is not None:
+        for path in tokenizer.iterdir():
+            (folder / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def timm_vit(depth: int = 3, seed: int = 0, name: str = "vit_tiny_patch16_224"):
+    """A timm ViT for 8×8 one-channel images of 10 classes (scikit-learn's digits)."""
+    import timm
+
+    torch.manual_seed(seed)
+    return timm.create_model(name, img_size=8, patch_size=4, in_chans=1, num_classes=10, depth=depth, embed_dim=32,
+                             num_heads=2).eval()
+
+
+def timm_folder(folder: Path, model) -> Path:
+    import timm
+
+    timm.models.save_for_hf(model, str(folder), safe_serialization=True)
+    return folder
+
+
+def hf_windows(tokenizer: Path, text: str, seq_len: int, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(calibration, evaluation)`` windows computed independently of the library: the ``tokenizers`` library's
+    ids of ``text`` without special tokens, cut into windows of ``seq_len``, first half / second half."""
+    from tokenizers import Tokenizer
+
+    ids = Tokenizer.from_file(str(tokenizer / "tokenizer.json")).encode(text, add_special_tokens=False).ids
+    count = len(ids) // seq_len
+    windows = torch.tensor(ids[:count * seq_len]).reshape(count, seq_len)
+    half = (count + 1) // 2
+    return windows[:half][:samples], windows[half:][:samples]
+
+
+def hf_loss(model, windows: torch.Tensor) -> float:
+    """transformers' own loss, ``model(input_ids, labels=input_ids).loss``, averaged over the windows (each has the
+    same number of predicted tokens)."""
+    with torch.no_grad():
+        return float(torch.stack([model(input_ids=w[None], labels=w[None]).loss for w in windows]).double().mean())
