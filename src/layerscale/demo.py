@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/demo", help="study directory (default: runs/demo)")
     parser.add_argument("--jobs", type=int, help="runs at once (default: one per core)")
     parser.add_argument("--threads", type=int, help="threads per run (default: 1)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (none is drawn anyway when stderr is not a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,12 +27,14 @@ def run(args: argparse.Namespace) -> int:
 
     from .study.presets import get_preset
     from .study.study import run_study
+    from .terminal import shows_progress
 
     preset = get_preset("demo")
     spec = preset.spec
     print(f"layerscale demo: {preset.description}\nresults in {args.out}", flush=True)
     start = time.perf_counter()
-    summary = run_study(spec, Path(args.out), jobs=args.jobs, threads=args.threads)
+    summary = run_study(spec, Path(args.out), jobs=args.jobs, threads=args.threads,
+                        progress=shows_progress(args.no_progress))
     print()
     print(summary.markdown)
     print(f"finished in {time.perf_counter() - start:.0f} s. Report: {summary.paths.get('report')}  "

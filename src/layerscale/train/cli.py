@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                           "else runs/<model>-<dataset>-<time>)")
     parser.add_argument("--data-path", metavar="PATH", help="data folder or text file (data.path); same as "
                                                             "--set data.path=PATH")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar and no step lines (same as --set run.progress=none); without it, a "
+                             "bar is drawn only when stderr is a terminal, log lines otherwise")
     parser.add_argument("--print-config", action="store_true",
                         help="print the full resolved config (every key, defaults filled in; without --config: the "
                              "defaults) and exit; model values are checked by building the model on the meta "
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resume is not None and args.out is not None:
         raise ValueError("--out names a new run; a resumed run continues in its own directory (drop --out)")
-    overrides = [*([f"data.path={args.data_path}"] if args.data_path is not None else []), *args.overrides]
+    overrides = [*([f"data.path={args.data_path}"] if args.data_path is not None else []), *args.overrides,
+                 *(["run.progress=none"] if args.no_progress else [])]
     if args.print_config:
         from .print_config import resolved_config_text
 
