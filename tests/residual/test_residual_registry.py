@@ -14,12 +14,13 @@ ALL_METHODS = {"prenorm", "postnorm", "layerscale", "layerscale_head", "scalar",
 WITH_PLACEMENT = {"layerscale", "layerscale_head", "scalar"}
 NEEDS_DEPTH = {"tfixup", "deepnorm", "lns", "mixln"}
 FRONTIER_METHODS = {"hc", "hc_static", "mhc", "normformer", "admin",  # tested in test_residual_frontier.py
-                    "attnres", "attnres_block"}  # tested in test_residual_attnres*.py
+                    "attnres", "attnres_block",  # tested in test_residual_attnres*.py
+                    "bhyt"}  # tested in test_residual_bhyt.py
 
 
-def test_list_residuals_names_the_thirteen_classic_and_seven_frontier_methods():
+def test_list_residuals_names_the_thirteen_classic_and_eight_frontier_methods():
     assert set(list_residuals()) == ALL_METHODS | FRONTIER_METHODS
-    assert len(list_residuals()) == 20
+    assert len(list_residuals()) == 21
 
 
 @pytest.mark.parametrize("name", sorted(ALL_METHODS))

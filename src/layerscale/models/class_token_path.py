@@ -50,8 +50,9 @@ SINGLE_STREAM_METHODS = frozenset({
 })
 #: Registered methods that always take the full path: Hyper-Connections and mHC widen the residual into ``n``
 #: streams, AttnRes into a tuple of earlier outputs, that the model reduces only after the last block, so the
-#: "class-token row" is not one row of one stream.
-FULL_PATH_METHODS = frozenset({"hc", "hc_static", "mhc", "attnres", "attnres_block"})
+#: "class-token row" is not one row of one stream; BHyT's MLP-branch norm reads the statistic its block's first
+#: norm recorded, a coupling the path's per-slot checks do not cover.
+FULL_PATH_METHODS = frozenset({"hc", "hc_static", "mhc", "attnres", "attnres_block", "bhyt"})
 
 #: Slot modules known to act on each token separately (exact types: a subclass may override ``forward``).
 _PER_TOKEN_SLOTS = (nn.LayerNorm, nn.RMSNorm, DepthScaledLayerNorm, DyT, LayerScale, ScalarScale)

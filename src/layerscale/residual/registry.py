@@ -31,6 +31,7 @@ _METHODS: dict[str, str] = {
     "admin": "admin:Admin",
     "attnres": "attnres:AttentionResiduals",
     "attnres_block": "attnres_block:BlockAttentionResiduals",
+    "bhyt": "bhyt:BHyTResidual",
 }
 
 
