@@ -168,9 +168,10 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     ``"exhaustive"``) and ``set_criterion`` (a score criterion: ``ablation``, ``block_influence``, ``angular``,
     ``gamma``) choose how the set-variant effective depth is searched (:mod:`~layerscale.analysis.set_depth`).
     ``criteria`` (comma-separated or a sequence of :data:`~layerscale.analysis.criteria.CRITERIA`): also remove
-    ``n = 1 … L − 1`` blocks by each and compare them (:func:`~layerscale.analysis.criterion_comparison.
-    compare_criteria`, scored on the evaluation set itself), stored in ``result.criteria``. ``device`` is where the batches go (default: the
-    device of the model's first parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
+    ``n = 1 … L − 1`` blocks by each and compare them
+    (:func:`~layerscale.analysis.criterion_comparison.compare_criteria`, scored on the evaluation set itself),
+    stored in ``result.criteria``. ``device`` is where the batches go (default: the device of the model's first
+    parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
     model is put in eval mode for the analysis and restored afterwards.
 
     Raises a one-line ``ValueError`` for a model without discoverable blocks, with a multi-stream residual or

@@ -6,10 +6,12 @@ classifier); ``d(a, b) = arccos(cos(a, b)) / π`` (:func:`~layerscale.analysis.g
 
 * ``gromov`` — Gromov et al. 2024, "The Unreasonable Ineffectiveness of the Deeper Layers", arXiv 2403.17887,
   their layer-pruning algorithm (§3.2, with the angular distance defined there): for ``n``,
-  ``ℓ*(n) = argmin_ℓ E_X[d(x^(ℓ)_T, x^(ℓ+n)_T)]``; remove the ``n`` **contiguous** blocks ``ℓ* … ℓ* + n − 1``. The sets for different ``n`` need not be nested.
+  ``ℓ*(n) = argmin_ℓ E_X[d(x^(ℓ)_T, x^(ℓ+n)_T)]``; remove the ``n`` **contiguous** blocks ``ℓ* … ℓ* + n − 1``.
+  The sets for different ``n`` need not be nested.
 * ``block_influence`` — Men et al. 2024, "ShortGPT: Layers in Large Language Models are More Redundant Than You
   Expect", arXiv 2403.03853, the Block Influence definition (§3):
-  ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over **every** token ``t``; remove the ``n`` blocks of lowest ``BI``, contiguous or not.
+  ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over **every** token ``t``; remove the ``n`` blocks of lowest
+  ``BI``, contiguous or not.
 * ``angular`` — the single-block angular distance ``E_X[d(x^(l)_T, x^(l+1)_T)]`` (Gromov et al.'s distance with
   ``n = 1``, read per block); remove the ``n`` blocks of lowest distance, contiguous or not. This is *not* Gromov
   et al.'s span criterion (that is ``gromov``): ranking single blocks ignores what blocks do together.

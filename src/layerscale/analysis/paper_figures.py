@@ -3,8 +3,8 @@
 * :func:`figure_criterion_removal` — one criterion's removal curve: the loss change ``Δ(n)`` after removing ``n``
   blocks by it, with its bootstrap band and the tolerance δ;
 * :func:`figure_angular_heatmap` — the layer × n angular-distance heatmap of Gromov et al. 2024 (arXiv 2403.17887,
-  who plot their angular distance against the start ``ℓ`` and the span ``n``): ``d(x^(ℓ), x^(ℓ+n))`` on the token the head reads, for every start ``ℓ`` and span ``n``,
-  with the argmin ``ℓ*(n)`` of each ``n`` marked (the span ``gromov`` removes);
+  who plot their angular distance against the start ``ℓ`` and the span ``n``): ``d(x^(ℓ), x^(ℓ+n))`` on the
+  token the head reads, for every start ``ℓ`` and span ``n``, with the argmin ``ℓ*(n)`` of each ``n`` marked (the span ``gromov`` removes);
 * :func:`vector_bytes` — a figure as SVG or PDF bytes, without the creation date, so the same figure gives the
   same file.
 """

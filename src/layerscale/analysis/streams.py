@@ -210,7 +210,8 @@ class BlockStack:
         kept runs — ``#{kept blocks after min(removed)}`` block evaluations."""
         removed = sorted(set(removed))
         if not removed or removed[0] < 0 or removed[-1] >= self.depth:
-            raise ValueError(f"blocks {removed} are not a non-empty set of the {self.depth} blocks (0..{self.depth - 1})")
+            raise ValueError(f"blocks {removed} are not a non-empty set of the {self.depth} blocks "
+                             f"(0..{self.depth - 1})")
         first = removed[0]
         replacements: dict[int, Callable[..., Any]] = {
             i: (lambda *a, _out=captured.outputs[i], **k: _out) for i in range(first)}

@@ -9,9 +9,13 @@ blocks go is decided by a criterion's score per block, lower meaning more remova
   ``score_l = Σ_{i∈{attn, mlp}} ‖γ_i ⊙ F_i(norm_i(x))‖ / ‖x‖`` over the evaluation batches (Frobenius norms
   pooled over the batches, :class:`~layerscale.diagnostics.LayerScaleMonitor`'s ``ratio``): a block whose scaled
   branches barely move the stream is nearly the identity that pruning makes it;
-* ``angular``, ``block_influence``, ``ablation``: :func:`layerscale.analysis.block_ranking.rank_blocks`.
+* ``angular`` (the single-block angular distance, *not* Gromov et al.'s span), ``block_influence`` (ShortGPT),
+  ``ablation``: :func:`layerscale.analysis.block_ranking.rank_blocks`.
 
 The blocks removed are the ``N`` lowest scores (ties: the deeper block first, the usual choice of depth pruning).
+Gromov et al.'s own criterion — the contiguous span of ``n`` blocks whose input and output are closest — scores
+spans, not blocks: it is ``gromov`` in :mod:`layerscale.analysis.criteria`, which ``layerscale prune --by`` uses
+for every criterion (:mod:`~layerscale.surgery.prune_criteria`).
 """
 
 from __future__ import annotations
@@ -57,38 +61,12 @@ def prune(model: nn.Module, blocks: Sequence[int], *, inplace: bool = False) -> 
 
 
 def gamma_scores(model: nn.Module, batches: Iterable[torch.Tensor]) -> list[float]:
-    """``Σ_i ‖γ_i ⊙ F_i‖ / ‖x‖`` per block of the main stack over ``batches`` of inputs (module docstring).
-    ``ValueError`` when a block lacks LayerScale on a branch: the criterion is about LayerScale's γ."""
-    from ..diagnostics.monitor import LayerScaleMonitor
+    """``Σ_i ‖γ_i ⊙ F_i‖ / ‖x‖`` per block of the main stack over ``batches`` of inputs:
+    :func:`layerscale.analysis.gamma_score.gamma_scores` (its docstring has the formula). ``ValueError`` when a
+    block lacks LayerScale on a branch: the criterion is about LayerScale's γ."""
+    from ..analysis.gamma_score import gamma_scores as scores
 
-    family = block_family(model)
-    blocks = family.blocks(model)
-    for index, block in enumerate(blocks):
-        if len(family.branch_scales(block)) < 2:
-            raise ValueError(f"the gamma criterion needs LayerScale on both branches of every block; block {index} "
-                             f"of {type(model).__name__} has {len(family.branch_scales(block))}; use --by angular, "
-                             f"block_influence or ablation")
-    monitor = LayerScaleMonitor(model, every=1, track_updates=False, warn=False, training_only=False)
-    names = {id(probe.module): probe.name for probe in monitor.probes}
-    monitor.begin_step(0, force=True)
-    try:
-        with torch.no_grad():
-            seen = 0
-            for inputs in batches:
-                model(inputs)
-                seen += 1
-        if not seen:
-            raise ValueError("the gamma criterion needs at least one batch of inputs")
-    except BaseException:
-        monitor.close()
-        raise
-    record = monitor.end_step()
-    entries = {entry["name"]: entry for entry in record["blocks"]}
-    scores = []
-    for block in blocks:
-        entry = entries[names[id(block)]]
-        scores.append(float(entry["attn"]["ratio"] + entry["mlp"]["ratio"]))
-    return scores
+    return scores(model, batches)
 
 
 def block_scores(model: nn.Module, data: Any, by: str, *, device: str = "cpu", batch_size: int = 250) -> list[float]:

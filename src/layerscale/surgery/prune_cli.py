@@ -1,10 +1,12 @@
 """``layerscale prune SOURCE --remove N --by CRITERION --out DEST [--heal-steps K [--heal full|lora]]``.
 
 Reads SOURCE (the one resolver, :func:`layerscale.sources.read_source`: a training run, our / timm / Hugging Face
-model folder, or a folder ``prune`` / ``grow`` wrote), scores its blocks by each criterion given (``--by gamma``,
-``angular``, ``block_influence``, ``ablation``, or several comma-separated: the first decides what is written) on
-the **calibration** split, or takes the blocks to remove from ``--blocks i,j``; prints the loss and accuracy on the
-**evaluation** split after removing the 0 … N most removable blocks per criterion (:mod:`~layerscale.analysis
+model folder, or a folder ``prune`` / ``grow`` wrote), scores its blocks by each criterion given (``--by gromov``,
+``block_influence``, ``angular``, ``ablation``, ``gamma``, or several comma-separated, compared in one table with
+intervals and a removal-curve figure each, :mod:`~layerscale.surgery.prune_criteria`: the first decides what is
+written) on the **calibration** split, or takes the blocks to remove from ``--blocks i,j``; prints the loss change
+on the **evaluation** split, with its bootstrap interval, after each criterion's removal of 1 … N blocks, and writes
+the comparison's tables and figures to ``--report`` (default ``DEST/pruning_report``) (:mod:`~layerscale.analysis
 .source_data`: a run's splits, an image dataset's train / test, or text through the model's tokenizer in windows);
 for a language model read as token windows, the loss and perplexity with 95 % intervals over evaluation windows
 before and after pruning (:mod:`~layerscale.analysis.perplexity`); writes DEST without the chosen N blocks, at the
@@ -22,8 +24,9 @@ import argparse
 import copy
 
 from ..analysis.data_options import add_text_arguments
+from ..analysis.criteria import CRITERIA
 from .heal_loop import HEAL_METHODS
-from .prune import PRUNE_CRITERIA
+from .prune_criteria import add_report_arguments, comparison_lines, compare_for_pruning, criteria_option, report_folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                        "--config, or a model folder (ours, timm save_for_hf, Hugging Face)")
     parser.add_argument("--remove", type=int, default=None, metavar="N", help="number of blocks to remove (< depth)")
     parser.add_argument("--by", default=None, metavar="CRITERION",
-                        help=f"criterion, or several comma-separated (the first decides): {', '.join(PRUNE_CRITERIA)}")
+                        help=f"criterion, or several comma-separated, compared in one table with intervals (the "
+                             f"first decides): {', '.join(CRITERIA)}")
     parser.add_argument("--blocks", default=None, metavar="I,J",
                         help="remove exactly these blocks (0-based indices) instead of choosing them by a criterion")
     parser.add_argument("--out", required=True, metavar="DEST", help="folder to write the pruned model into")
@@ -58,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="training config building the model of a weights file")
     parser.add_argument("--device", default="cpu", help="torch device of the scoring and evaluation (default cpu)")
     parser.add_argument("--force", action="store_true", help="replace DEST if it exists and is not empty")
+    add_report_arguments(parser)
 
 
 def _parse_blocks(text: str) -> list[int]:
@@ -65,16 +70,6 @@ def _parse_blocks(text: str) -> list[int]:
         return [int(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(f"--blocks {text!r}: expected comma-separated block indices, e.g. 3,7") from None
-
-
-def _criteria(text: str | None) -> list[str]:
-    if text is None:
-        return []
-    names = [part.strip() for part in text.split(",")]
-    for name in names:
-        if name not in PRUNE_CRITERIA:
-            raise ValueError(f"--by {name!r}: unknown criterion; allowed: {', '.join(PRUNE_CRITERIA)}")
-    return names
 
 
 def _eval_data(source, args):
@@ -98,12 +93,12 @@ def _split(source, args):
 def run(args: argparse.Namespace) -> int:
     from .block_list import block_family
     from .model_files import check_destination_folder, read_source_model
-    from .prune import block_scores, blocks_to_remove, prune
-    from .prune_eval import removal_curve
+    from ..analysis.paper_outputs import comparison_paper_files, write_files
+    from .prune import prune
     from .prune_healing import heal_with_control, report_perplexity
     from .surgery_output import finish_write
 
-    criteria = _criteria(args.by)
+    criteria = criteria_option(args.by)
     chosen = _parse_blocks(args.blocks) if args.blocks is not None else None
     if chosen is None and not criteria:
         raise ValueError("say which blocks to remove: --by CRITERION with --remove N, or --blocks i,j")
@@ -125,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             bound = {"--heal-steps": 0, "--seq-len": 2}.get(name, 1)
             raise ValueError(f"{name} must be >= {bound}")
     dest = check_destination_folder(args.out, args.force, args.source)
+    report = report_folder(args)
     if args.heal_out is not None:
         check_destination_folder(args.heal_out, False)
     source = read_source_model(args.source, args.config)
@@ -148,16 +144,12 @@ def run(args: argparse.Namespace) -> int:
     tokens = split is not None and split.tokens
     original = copy.deepcopy(model) if args.heal_steps else None
     perplexity = {"unpruned": report_perplexity("unpruned", model, data, args)} if tokens else {}
-    for criterion in criteria:
-        scores = block_scores(model, scoring, criterion, device=args.device, batch_size=args.batch_size)
-        if chosen is None and criterion == criteria[0]:
-            chosen = blocks_to_remove(scores, n)
-        print(f"{criterion}: scores per block (lower: more removable) "
-              + " ".join(f"{s:.4g}" for s in scores))
-        print(f"  {'removed':>7}  {'loss':>9}  {'accuracy':>8}  blocks")
-        for count, removed, metric in removal_curve(model, scores, n, data, device=args.device,
-                                                    batch_size=args.batch_size):
-            print(f"  {count:>7}  {metric.loss:>9.4f}  {metric.accuracy:>8.4f}  {removed}")
+    paper = {}
+    if criteria:
+        picked, comparison = compare_for_pruning(model, scoring, data, criteria, n, args)
+        chosen = picked if chosen is None else chosen
+        print("\n".join(comparison_lines(comparison)))
+        paper = comparison_paper_files(comparison)
     pruned = prune(model, chosen, inplace=True)
     surgery = {"operation": "prune", "source": str(args.source), "removed_blocks": sorted(set(chosen)),
                "by": criteria[0] if args.blocks is None else "blocks"}
@@ -169,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
         surgery.update(record)
     pruned.cpu()
     lines = finish_write(pruned, source, dest, surgery)
+    if paper:
+        write_files(report, paper)
+        lines.append(f"wrote the criteria comparison to {report} ({', '.join(sorted(paper))})")
     print(f"removed blocks {sorted(set(chosen))} of {depth}: {depth - n} blocks left")
     for line in lines:
         print(line)

@@ -1,0 +1,92 @@
+"""Effective depth, set variant: a model grown at γ = 0 reports its source depth; greedy and exhaustive searches;
+the pure functions by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layerscale.analysis import analyze_depth
+from layerscale.analysis.set_depth import (EXHAUSTIVE_MAX_DEPTH, all_subsets, greedy_removable, most_removable,
+                                           resolve_search)
+from layerscale.models.registry import create_model
+from layerscale.surgery import grow, prune
+
+
+def _strong_source(depth=8, examples=32):
+    """A random-weight ViT whose every block matters: γ of order one and a sharp head, judged on its own
+    predictions (the loss is small, and removing any block flips some of them)."""
+    torch.manual_seed(0)
+    model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=16, depth=depth,
+                         num_heads=2).eval()
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("gamma"):
+                p.copy_(1.0 + torch.rand(p.shape, generator=g))
+        model.head.weight.mul_(300.0)
+        images = torch.randn(examples, 1, 8, 8, generator=g)
+        labels = model(images).argmax(-1)
+    return model, images, labels
+
+
+def test_a_model_grown_8_to_11_at_gamma_zero_reports_its_source_depth_under_the_set_variant():
+    source, images, labels = _strong_source()
+    grown = grow(source, 3, gamma=0.0).eval()
+    with torch.no_grad():
+        assert torch.equal(grown(images), source(images))  # it computes exactly its source
+    new = sorted(grown.layerscale_new_blocks)
+    result = analyze_depth(grown, (images, labels), probes=False, bootstrap=200)
+    summary = result.summary
+    assert (summary.set_search, summary.set_criterion) == ("greedy", "ablation")  # L = 11 > 8: greedy
+    assert summary.set_depth == 8 and summary.set_depth_interval[0] <= 8 == summary.set_depth_interval[1]
+    assert summary.set_removed_blocks == [b + 1 for b in new]
+    assert summary.effective_depth == 10  # one contiguous span holds one new block at most
+    assert "set variant 8 of 11" in summary.lines[0]
+    # the blocks it names can go: the pruned model is the source again
+    with torch.no_grad():
+        assert torch.equal(prune(grown, new)(images), source(images))
+
+
+def test_the_exhaustive_search_agrees_on_the_grown_model():
+    source, images, labels = _strong_source(examples=16)
+    grown = grow(source, 3, gamma=0.0).eval()
+    result = analyze_depth(grown, (images, labels), probes=False, bootstrap=100, set_search="exhaustive")
+    assert result.summary.set_search == "exhaustive"
+    assert result.summary.set_depth == 8
+    assert result.summary.set_removed_blocks == [b + 1 for b in sorted(grown.layerscale_new_blocks)]
+
+
+def test_auto_searches_exhaustively_up_to_8_blocks_and_finds_what_a_greedy_order_misses():
+    source, images, labels = _strong_source(depth=4, examples=16)
+    grown = grow(source, 2, where="after:1,1", gamma=0.0).eval()  # two identity blocks side by side
+    result = analyze_depth(grown, (images, labels), probes=False, bootstrap=100, set_criterion="block_influence")
+    assert result.summary.set_search == "exhaustive"
+    assert result.summary.set_depth == 4 and result.summary.effective_depth == 4
+
+
+def test_greedy_counts_the_leading_prefixes_within_delta_and_exhaustive_the_largest_set():
+    prefix = torch.tensor([[0.0, 0.005, 0.02, 0.0], [0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0],
+                           [float("nan"), 0.0, 0.0, 0.0]])
+    assert greedy_removable(prefix, 0.01).tolist() == [2, 4, 0, 0]
+    sets = all_subsets(3)
+    assert len(sets) == 7 and sets[0] == (0,) and sets[-1] == (0, 1, 2)
+    delta = torch.tensor([0.5, 0.5, 0.5, 0.5, 0.001, 0.5, 0.5])  # only {1, 2} (the 5th set) is within δ
+    assert int(most_removable(delta, [len(s) for s in sets], 0.01)) == 2
+    assert int(most_removable(torch.full((7,), 1.0), [len(s) for s in sets], 0.01)) == 0
+
+
+def test_set_search_names_its_bound_and_refuses_exhaustive_past_it():
+    assert resolve_search("auto", 8) == "exhaustive" and resolve_search("auto", 9) == "greedy"
+    assert resolve_search("exhaustive", EXHAUSTIVE_MAX_DEPTH) == "exhaustive"
+    with pytest.raises(ValueError, match=r"needs L <= 12 blocks \(2\^L - 1 sets\), got L = 13; use 'greedy'"):
+        resolve_search("exhaustive", 13)
+    with pytest.raises(ValueError, match="set_search must be one of auto, greedy, exhaustive, got 'all'"):
+        resolve_search("all", 4)
+    model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=8, depth=13,
+                         num_heads=2)
+    with pytest.raises(ValueError, match="got L = 13"):
+        analyze_depth(model, (torch.randn(4, 1, 8, 8), torch.arange(4)), set_search="exhaustive")
+    with pytest.raises(ValueError, match="set_criterion must be one of block_influence, angular, ablation, gamma, "
+                                         "got 'gromov'"):
+        analyze_depth(model, (torch.randn(4, 1, 8, 8), torch.arange(4)), set_criterion="gromov")
