@@ -31,8 +31,9 @@ def write_jsonl(path: Path, lines: list[str], field: str = "text") -> Path:
     return path
 
 
-def train_bpe_tokenizer(folder: Path, lines: list[str], vocab_size: int = 120) -> Path:
-    """A byte-level BPE tokenizer trained on ``lines``, saved as a Hugging Face tokenizer folder."""
+def train_bpe_tokenizer(folder: Path, lines: list[str], vocab_size: int = 400) -> Path:
+    """A byte-level BPE tokenizer trained on ``lines`` (256 byte symbols, ``<eos>`` and the merges learned up to
+    ``vocab_size``), saved as a Hugging Face tokenizer folder."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

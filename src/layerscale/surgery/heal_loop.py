@@ -81,12 +81,13 @@ def heal_model(model: nn.Module, data: EvalSet, steps: int, *, method: str = "fu
             logits = logits_of(trained(inputs.to(device)), name)
             loss = per_example_loss(logits, targets.to(device))[0].mean()
             if not torch.isfinite(loss):
-                raise ValueError(f"healing diverged: the loss is {float(loss)} at step {step}; try a lower --heal-lr")
+                raise ValueError(f"healing diverged: the loss is {float(loss.detach())} at step {step}; try a lower "
+                                 "--heal-lr")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             ran = step
-            last = float(loss)
+            last = float(loss.detach())
             if step == 1:
                 first = last
     finally:
