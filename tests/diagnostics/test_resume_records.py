@@ -91,7 +91,7 @@ def test_alert_state_round_trips_and_a_restored_tracker_does_not_warn_again():
     restored.load_state_dict(original.state_dict())
     later = {**record, "step": 4}
     assert restored.check(later) == original.check(later) == []
-    with pytest.raises(ValueError, match="not a diagnostics alert state"):
+    with pytest.raises(ValueError, match="expected a diagnostics alert state"):
         restored.load_state_dict({"active": 3})
 
 

@@ -24,12 +24,17 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AlertThresholds", "AlertTracker", "LOGGER_NAME", "WARNING_SPLIT"]
+from ..messages import shown_value
+
+__all__ = ["ALERT_KINDS", "AlertThresholds", "AlertTracker", "LOGGER_NAME", "WARNING_SPLIT"]
 
 LOGGER_NAME = "layerscale.diagnostics"
 #: The ``split`` of a warning event in ``metrics.jsonl``.
 WARNING_SPLIT = "diagnostics_warning"
+#: The kinds of alert (module docstring).
+ALERT_KINDS = ("ratio_explosion", "ratio_growth", "scale_collapse")
 _log = logging.getLogger(LOGGER_NAME)
 
 
@@ -73,15 +78,38 @@ class AlertTracker:
                 "active": sorted([list(key) for key in self._active]),
                 "scale_init": [[block, branch, value] for (block, branch), value in self.scale_init.items()]}
 
+    @staticmethod
+    def parse_state(state: Any) -> tuple[dict, set, dict]:
+        """``(previous_ratio, active, scale_init)`` of :meth:`state_dict`'s output, or a one-line ``ValueError``
+        naming the first entry that is not ``[block name, branch, number]`` (a ratio may be non-finite: an
+        exploded branch's; a reference ``mean|γ₀|`` is finite and >= 0) or ``[block name, branch, kind]`` with a
+        kind of :data:`ALERT_KINDS`."""
+        if not isinstance(state, dict) or set(state) != {"previous_ratio", "active", "scale_init"}:
+            raise ValueError(f"alerts is {shown_value(state)}; expected a diagnostics alert state, a mapping of "
+                             f"previous_ratio, active and scale_init")
+
+        def entries(field: str, last_ok, expected: str) -> list[tuple]:
+            items = state[field]
+            if not isinstance(items, list):
+                raise ValueError(f"alerts.{field} is {shown_value(items)}; expected a list of {expected}")
+            for i, item in enumerate(items):
+                if not (isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[0], str)
+                        and isinstance(item[1], str) and last_ok(item[2])):
+                    raise ValueError(f"alerts.{field}[{i}] is {shown_value(item)}; expected {expected}")
+            return [tuple(item) for item in items]
+
+        def number(value: Any) -> bool:
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+        previous = {(b, br): float(r) for b, br, r in entries("previous_ratio", number, "[block, branch, ratio]")}
+        active = set(entries("active", lambda k: k in ALERT_KINDS, f"[block, branch, one of {list(ALERT_KINDS)}]"))
+        scale_init = {(b, br): float(v) for b, br, v in entries(
+            "scale_init", lambda v: number(v) and math.isfinite(v) and v >= 0, "[block, branch, finite number >= 0]")}
+        return previous, active, scale_init
+
     def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict`'s output (``ValueError`` for anything else)."""
-        try:
-            previous = {(str(b), str(br)): float(r) for b, br, r in state["previous_ratio"]}
-            active = {(str(b), str(br), str(k)) for b, br, k in state["active"]}
-            scale_init = {(str(b), str(br)): float(v) for b, br, v in state["scale_init"]}
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"not a diagnostics alert state: {str(state)[:120]}") from None
-        self._previous_ratio, self._active, self.scale_init = previous, active, scale_init
+        """Restore :meth:`state_dict`'s output (``ValueError``, from :meth:`parse_state`, for anything else)."""
+        self._previous_ratio, self._active, self.scale_init = self.parse_state(state)
 
     def check(self, record: dict) -> list[dict]:
         """The new alert events for ``record`` (a ``diagnostics`` record), each also logged as a warning."""

@@ -24,7 +24,8 @@ from typing import Any, Sequence
 from torch import nn
 
 from ..train.callbacks import Callback
-from .alerts import AlertThresholds
+from ..messages import shown_value
+from .alerts import AlertThresholds, AlertTracker
 from .monitor import LayerScaleMonitor
 from .records import json_safe, tensorboard_scalars
 
@@ -92,8 +93,14 @@ class DiagnosticsCallback(Callback):
         return {"alerts": self._restored_alerts} if self._restored_alerts is not None else {}
 
     def load_state_dict(self, state: dict) -> None:
-        """Keep a checkpoint's warning state for the monitor that :meth:`on_train_start` builds."""
-        self._restored_alerts = state.get("alerts") if isinstance(state, dict) else None
+        """Keep a checkpoint's warning state for the monitor that :meth:`on_train_start` builds, checked now
+        (``ValueError`` naming the entry): a resumed run refuses it before it writes anything."""
+        if not isinstance(state, dict) or not set(state) <= {"alerts"}:
+            raise ValueError(f"state is {shown_value(state)}; expected a mapping with at most the key alerts")
+        alerts = state.get("alerts")
+        if alerts is not None:
+            AlertTracker.parse_state(alerts)
+        self._restored_alerts = alerts
 
     def on_train_end(self, trainer) -> None:
         if self.monitor is not None:

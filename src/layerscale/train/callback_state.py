@@ -31,7 +31,12 @@ def callback_states(callbacks: Sequence[Any]) -> dict[str, Any]:
 
 
 def load_callback_states(callbacks: Sequence[Any], states: dict[str, Any]) -> None:
-    """Give each callback with a ``load_state_dict`` method its saved state, when the checkpoint has one."""
+    """Give each callback with a ``load_state_dict`` method its saved state, when the checkpoint has one. A
+    callback refuses a state it cannot use with a ``ValueError`` (raised again naming the field
+    ``callbacks.<key>``), at once, not at its first use: the run directory is still untouched then."""
     for key, callback in zip(_keys(callbacks), callbacks, strict=True):
         if key in states and callable(getattr(callback, "load_state_dict", None)):
-            callback.load_state_dict(states[key])
+            try:
+                callback.load_state_dict(states[key])
+            except ValueError as exc:
+                raise ValueError(f"training-state field callbacks.{key}: {exc}") from None

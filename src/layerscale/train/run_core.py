@@ -50,6 +50,7 @@ from .metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_met
 from .run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
 from .run_summary import warmup_warning, workers_resume_warning
 from .train_state import check_position
+from .train_state_fit import check_state_fits
 from .trainer import Trainer
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model"]
@@ -179,9 +180,14 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     torch.manual_seed(cfg.run.seed + ctx.rank)  # augmentation / dropout: one stream per rank
     trainer = Trainer(cfg, wrapped, data, ctx, run_dir, list(callbacks), model_args=model_args)
     if saved is not None:
-        check_position(str(checkpoint / STATE_FILE), saved[1], trainer.steps_per_epoch)
+        where = str(checkpoint / STATE_FILE)
+        check_position(where, saved[1], trainer.steps_per_epoch)
+        check_state_fits(where, saved[1], model=trainer.model, optimizer=trainer.optimizer,
+                         scheduler=trainer.scheduler, model_args=model_args)
         try:
             trainer.restore(*saved)
+        except ValueError as exc:  # a callback's state (layerscale.train.callback_state) refused
+            raise ValueError(f"{where}: {exc}") from None
         except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
             raise ValueError(f"{checkpoint}: training state does not fit this run "
                              f"({str(exc).splitlines()[0]})") from None

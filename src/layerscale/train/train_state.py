@@ -9,7 +9,8 @@ hang, or a refusal after ``metrics.jsonl`` was already cut back):
 - ``step``, ``epoch``: ints >= 0 (``bool`` is not an int); ``batch_in_epoch``: an int in
   ``[0, steps_per_epoch)`` — a position past the end of the epoch would give the sampler nothing to draw, forever;
 - ``elapsed``: a finite number >= 0; ``world_size``, ``total_steps``: ints >= 1 / >= 0;
-- ``model``: a str; ``model_args``, ``last_eval``, ``test_eval``, ``callbacks``: mappings with str keys;
+- ``model``: a str; ``model_args``, ``last_eval``, ``test_eval``, ``callbacks``: mappings with str keys (the two
+  evaluation records of numbers, strings, bools and nulls);
 - ``early_stopping``: a mapping of ``best`` (finite number or null), ``best_step`` / ``stopped_step`` (int >= 0 or
   null) and ``evals_without_improvement`` (int >= 0);
 - ``optimizer``: ``{"state": mapping, "param_groups": list of mappings}``; ``scheduler``: a mapping with
@@ -17,7 +18,9 @@ hang, or a refusal after ``metrics.jsonl`` was already cut back):
 - ``rng``: a non-empty list of ``{"cpu": uint8 tensor, "cuda": uint8 tensor or null}``.
 
 ``test_eval``, ``early_stopping``, ``callbacks``, ``elapsed``, ``last_eval``, ``world_size``, ``total_steps`` and
-``model_args`` may be absent (checkpoints of earlier versions); the others are required.
+``model_args`` may be absent (checkpoints of earlier versions); the others are required. Whether the fields fit the
+run that resumes them (its model, optimizer and scheduler) is checked next, by
+:mod:`layerscale.train.train_state_fit`.
 """
 
 from __future__ import annotations
@@ -112,6 +115,10 @@ def check_train_state(where: str, state: Mapping[str, Any]) -> None:
     for name in ("model_args", "last_eval", "test_eval", "callbacks"):
         if name in state:
             _mapping(where, name, state[name])
+    for name in ("last_eval", "test_eval"):  # evaluation records: they go into summary.json as they are
+        for key, value in state.get(name, {}).items():
+            if value is not None and not isinstance(value, (str, int, float)):
+                raise _refuse(where, f"{name}.{key}", value, "a number, a string, a bool or null")
     if "early_stopping" in state:
         _check_early_stopping(where, state["early_stopping"])
     _check_optimizer(where, state["optimizer"])
