@@ -33,6 +33,16 @@ def chosen_command(argv: list[str]) -> str | None:
     return None
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, wrapping lines at spaces only: a URL or a name with hyphens (``torch-layerscale``)
+    stays whole, so that a terminal can open the link."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser. Only ``command``'s module is imported (all of them when ``command`` is ``None``): the other
     sub-commands get their help line from :data:`COMMANDS`, so ``layerscale --help`` imports no module (nor torch)."""
@@ -42,7 +52,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torch-layerscale {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd = sub.add_parser(name, help=help_text, description=help_text, formatter_class=HelpFormatter)
         if command is None or name == command:
             module = importlib.import_module(module_name)
             module.add_arguments(cmd)

@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+#: The training config reference, where a pip install (which has no docs/ folder) can read it.
+TRAINING_DOCS = "https://github.com/torch-layerscale/torch-layerscale/blob/main/docs/training.md"
 EXIT_BAD_INPUT = 2
 EXIT_NONFINITE = 3
 
@@ -22,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--config", metavar="FILE_OR_NAME",
                         help=f"YAML or JSON config file, or the name of a packaged config: "
-                             f"{', '.join(packaged_config_names())} (see docs/training.md)")
+                             f"{', '.join(packaged_config_names())} (see {TRAINING_DOCS})")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override one key, e.g. --set model.depth=48 --set optim.lr=5e-4 (YAML scalar)")
     parser.add_argument("--resume", metavar="RUN_DIR",
