@@ -126,3 +126,14 @@ def test_a_few_training_steps_lower_the_loss():
 def test_registry_default_and_repr():
     assert get_residual("attnres_block").num_blocks == 8
     assert repr(method(4)) == "BlockAttentionResiduals(num_blocks=4)"
+
+
+def test_a_stream_of_one_source_always_gains_a_new_one():
+    """CaiT's class-attention stage starts a fresh stream mid-stack: the class token must stay a source of its own."""
+    from layerscale.residual.attnres import DepthAttention
+
+    mix = DepthAttention(4, starts_source=False)
+    first, update = torch.randn(2, 4), torch.randn(2, 4)
+    assert len(mix.write((first,), None, update)) == 2
+    two = mix.write((first, update), None, update)
+    assert len(two) == 2 and torch.equal(two[1], 2 * update)
