@@ -15,6 +15,8 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("sklearn")
 
 OUTPUTS = ("analysis.json", "analysis.csv", "analysis.html")
+PAPER = ("depth_summary.md", "depth_summary.tex", "depth_blocks.md", "depth_blocks.tex", "removal_gromov.svg",
+         "removal_gromov.pdf", "angular_heatmap.svg", "angular_heatmap.pdf")
 CONFIG = {
     "model": {"name": "vit", "embed_dim": 16, "depth": 3, "num_heads": 2, "patch_size": 4},
     "data": {"name": "digits", "batch_size": 32},
@@ -28,11 +30,11 @@ def run_dir(train_with_cli):
     return train_with_cli(CONFIG, "analyze")
 
 
-def test_analyze_a_run_directory_writes_the_three_outputs(run_dir, tmp_path, capsys):
+def test_analyze_a_run_directory_writes_its_outputs_and_the_paper_files(run_dir, tmp_path, capsys):
     out = tmp_path / "analysis"
     assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "60", "--batch-size", "25",
                  "--no-progress"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS + PAPER)
     result = DepthAnalysis.read_json(out / "analysis.json")
     assert result.depth == 3 and result.num_examples == 60 and result.residual == "layerscale"
     assert result.source == str(run_dir)
@@ -41,7 +43,7 @@ def test_analyze_a_run_directory_writes_the_three_outputs(run_dir, tmp_path, cap
     page = (out / "analysis.html").read_text()
     assert page.count("data:image/png;base64,") == 6  # removal, ablation, early exit, geometry, probes, CKA
     printed = capsys.readouterr().out
-    assert "effective depth:" in printed and "wrote" in printed
+    assert "effective depth (" in printed and "set variant" in printed and "wrote 11 files" in printed
     # the same numbers from Python, and from the run's last checkpoint directory
     again = analyze_run(run_dir, max_examples=60, batch_size=25)
     assert again.ablation_loss == pytest.approx(result.ablation_loss, abs=1e-9)

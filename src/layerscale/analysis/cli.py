@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {perplexity_line(result)}")
     for line in result.summary.lines:
         print(f"  {line}")
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    print(f"wrote {len(paths)} files to {out}: " + ", ".join(p.name for p in paths.values()))
     return 0
 
 

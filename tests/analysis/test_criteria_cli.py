@@ -1,0 +1,80 @@
+"""``layerscale prune --by`` and ``layerscale analyze --by / --set-search``: the named criteria compared in one table
+with intervals, their files written, and every bad value refused in one line with status 2, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from layerscale.cli import main
+
+pytest.importorskip("safetensors")
+pytest.importorskip("matplotlib")
+pytest.importorskip("sklearn")
+
+CONFIG = {
+    "model": {"name": "vit", "embed_dim": 16, "depth": 4, "num_heads": 2, "patch_size": 4},
+    "data": {"name": "digits", "batch_size": 32, "validation_fraction": 0.2},
+    "optim": {"epochs": 1, "max_steps": 4, "warmup_steps": 1, "lr": 3e-3},
+    "run": {"progress": "none", "log_every_steps": 2, "checkpoint_every_steps": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(train_with_cli):
+    return train_with_cli(CONFIG, "criteria_cli")
+
+
+def test_prune_by_several_criteria_prints_one_table_and_writes_a_figure_per_criterion(run_dir, tmp_path, capsys):
+    out = tmp_path / "pruned"
+    assert main(["prune", str(run_dir), "--remove", "2", "--by", "gromov,block_influence", "--examples", "60",
+                 "--bootstrap", "50", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "gromov: Δ loss [interval] blocks" in printed and "block_influence: Δ loss [interval] blocks" in printed
+    assert "block_influence: scores per block" in printed and "gromov: scores" not in printed
+    rows = [line for line in printed.splitlines() if line[:3].strip() in ("1", "2") and "[" in line]
+    assert len(rows) == 2
+    report = out / "pruning_report"
+    for name in ("criteria.md", "criteria.tex", "removal_gromov.svg", "removal_gromov.pdf",
+                 "removal_block_influence.svg", "removal_block_influence.pdf", "angular_heatmap.svg",
+                 "angular_heatmap.pdf"):
+        assert (report / name).stat().st_size > 0, name
+    from layerscale.surgery.model_files import read_source_model
+
+    pruned = read_source_model(out).model
+    assert len(pruned.blocks) == 2
+    import json
+
+    removed = json.loads((out / "config.json").read_text())["layerscale_surgery"]["removed_blocks"]
+    assert removed[1] == removed[0] + 1  # gromov removes one contiguous span
+
+
+def test_analyze_by_writes_the_comparison_beside_the_html(run_dir, tmp_path, capsys):
+    out = tmp_path / "analysis"
+    assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "40", "--bootstrap", "30",
+                 "--no-probes", "--by", "gromov,ablation", "--set-search", "greedy", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "set variant" in printed and "greedy by ablation" in printed
+    for name in ("analysis.html", "criteria.md", "criteria.tex", "removal_gromov.svg", "removal_ablation.pdf",
+                 "angular_heatmap.svg", "depth_summary.tex"):
+        assert (out / name).is_file(), name
+    assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "40", "--no-progress"]) == 2
+    assert "already exists; use --force" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, extra, message", [
+    ("prune", ["--remove", "1", "--by", "gromov,shortgpt"], "--by 'shortgpt': unknown criterion; expected one of "
+                                                            "gromov, block_influence, angular, ablation, gamma"),
+    ("prune", ["--remove", "1", "--by", "gromov,gromov"], "criterion 'gromov' given twice"),
+    ("prune", ["--remove", "4", "--by", "gromov"], "has 4 blocks; remove at most 3"),
+    ("prune", ["--remove", "1", "--by", "gromov", "--bootstrap", "1"], "--bootstrap must be an int >= 2, got 1"),
+    ("analyze", ["--by", "nope"], "--by 'nope': unknown criterion"),
+    ("analyze", ["--set-search", "all"], "--set-search 'all': expected one of auto, greedy, exhaustive"),
+    ("analyze", ["--set-criterion", "gromov"], "--set-criterion 'gromov': expected one of block_influence"),
+])
+def test_bad_values_are_one_line_status_2_and_nothing_written(run_dir, tmp_path, capsys, command, extra, message):
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main([command, str(run_dir), *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err, err
+    assert not out.exists() or not any(out.iterdir())
