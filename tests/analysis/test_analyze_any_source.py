@@ -94,3 +94,26 @@ def test_prune_and_grow_outputs_are_sources_of_analyze_and_of_each_other(sources
     for folder, depth in ((timm_grown, 5), (timm_pruned, 4)):
         assert _analyze(folder, tmp_path / f"a-{folder.name}", "--data", "digits", "--examples", "30") == 0
         assert DepthAnalysis.read_json(tmp_path / f"a-{folder.name}" / "analysis.json").depth == depth
+
+
+RUN_CONFIG = {
+    "model": {"name": "vit", "embed_dim": 16, "depth": 3, "num_heads": 2, "patch_size": 4},
+    "data": {"name": "digits", "batch_size": 64},
+    "optim": {"epochs": 1, "max_steps": 3, "warmup_steps": 1, "lr": 3e-3},
+    "run": {"progress": "none", "log_every_steps": 3, "checkpoint_every_steps": 3},
+}
+
+
+def test_prune_output_of_a_training_run_keeps_the_runs_data(train_with_cli, tmp_path):
+    pytest.importorskip("sklearn")
+    run_dir = train_with_cli(RUN_CONFIG, "analyze_pruned_run")
+    pruned = tmp_path / "pruned"
+    assert main(["prune", str(run_dir), "--blocks", "2", "--out", str(pruned)]) == 0
+    assert (pruned / "train.yaml").is_file()
+    # no --data: the folder's train.yaml names the run's dataset, and its held-out split is the evaluation set
+    assert _analyze(pruned, tmp_path / "a", "--examples", "50") == 0
+    assert _analyze(run_dir, tmp_path / "b", "--examples", "50") == 0
+    after, before = (DepthAnalysis.read_json(tmp_path / name / "analysis.json") for name in ("a", "b"))
+    assert (after.depth, before.depth, after.num_examples) == (2, 3, 50)
+    # the same evaluation images: exiting after the 0, 1, 2 blocks the two models share gives the same losses
+    assert after.early_exit_loss[:3] == pytest.approx(before.early_exit_loss[:3], abs=1e-6)
