@@ -17,8 +17,8 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 pytest.importorskip("sklearn")
 
-from source_models import (corpus_lines, hf_folder, llama, timm_folder, timm_vit, tokenizer_vocab,  # noqa: E402
-                           train_bpe_tokenizer, write_text)
+from source_models import (corpus_lines, hf_folder, hf_loss, hf_windows, llama, timm_folder, timm_vit,  # noqa: E402
+                           tokenizer_vocab, train_bpe_tokenizer, write_text)
 
 STEPS = 6
 
@@ -70,6 +70,11 @@ def test_heal_runs_the_steps_it_reports_and_heals_the_control(sources, tmp_path,
     assert changed
     if method == "lora":  # only the adapted linear layers inside the blocks move
         assert all((".blocks." in f".{k}" or ".layers." in k) and k.endswith("weight") for k in changed), changed
+    if kind == "hf":  # the healed perplexity printed is transformers' loss of the written model on the same windows
+        healed_line = re.search(r"^pruned \+ healed: loss ([0-9.]+) ", printed, re.M)
+        _, evaluation = hf_windows(sources["hf"], sources["corpus"].read_text(), 16, 12)
+        written = transformers.AutoModelForCausalLM.from_pretrained(healed).eval()
+        assert float(healed_line.group(1)) == pytest.approx(hf_loss(written, evaluation), abs=1e-5)
 
 
 def test_heal_model_cycles_the_calibration_split_for_exactly_the_steps_asked():
