@@ -51,32 +51,34 @@ class _DepthAttention(torch.autograd.Function):
 
     With ``s_i = v_i·q``, ``z_i = r_i s_i`` and ``G = ∂L/∂h``: ``∂L/∂α_i = G·v_i``,
     ``∂L/∂z = α ⊙ (∂L/∂α − Σ_j α_j ∂L/∂α_j)``, ``∂L/∂v_i = α_i G + (∂L/∂z_i r_i) q − (∂L/∂z_i s_i r_i³ / d) v_i``
-    and ``∂L/∂q = Σ_{i, tokens} ∂L/∂z_i r_i v_i``. The values are stacked only for the duration of each pass.
+    and ``∂L/∂q = Σ_{i, tokens} ∂L/∂z_i r_i v_i``. The values are stacked as ``(..., n, d)`` only for the duration of
+    each pass, so that the reductions over the sources are batched matrix-vector products.
     """
 
     @staticmethod
     def forward(ctx, query: torch.Tensor, eps: float, *sources: torch.Tensor) -> torch.Tensor:
-        values = torch.stack(sources)  # (n, ..., d), freed after the forward
-        inv_rms = torch.rsqrt(values.square().mean(-1) + eps)
-        weights = torch.softmax((values @ query) * inv_rms, dim=0)
-        ctx.eps = eps
-        ctx.save_for_backward(query, weights, inv_rms, *sources)
-        return (weights.unsqueeze(-1) * values).sum(0)
+        values = torch.stack(sources, dim=-2)  # (..., n, d), freed after the forward
+        inv_rms = torch.rsqrt(torch.linalg.vector_norm(values, dim=-1).square() / values.shape[-1] + eps)
+        scores = values @ query
+        weights = torch.softmax(scores * inv_rms, dim=-1)
+        ctx.save_for_backward(query, weights, inv_rms, scores, *sources)
+        return (weights.unsqueeze(-2) @ values).squeeze(-2)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        query, weights, inv_rms, *sources = ctx.saved_tensors
-        values = torch.stack(sources)
-        grad_weights = (values * grad).sum(-1)
-        grad_logits = weights * (grad_weights - (weights * grad_weights).sum(0, keepdim=True))
-        scores = values @ query
-        grad_scaled = grad_logits * inv_rms  # ∂L/∂s_i
-        grad_inv_rms = grad_logits * scores
-        coeff_values = -grad_inv_rms * inv_rms.pow(3) / values.shape[-1]
-        grad_values = (weights.unsqueeze(-1) * grad + grad_scaled.unsqueeze(-1) * query
-                       + coeff_values.unsqueeze(-1) * values)
-        grad_query = (grad_scaled.unsqueeze(-1) * values).reshape(-1, values.shape[-1]).sum(0)
-        return (grad_query if ctx.needs_input_grad[0] else None, None, *grad_values.unbind(0))
+        query, weights, inv_rms, scores, *sources = ctx.saved_tensors
+        values = torch.stack(sources, dim=-2)
+        grad_weights = (values @ grad.unsqueeze(-1)).squeeze(-1)
+        grad_logits = weights * (grad_weights - (weights * grad_weights).sum(-1, keepdim=True))
+        grad_scores = grad_logits * inv_rms  # ∂L/∂s_i
+        coeff_values = -grad_scores * scores * inv_rms.square() / values.shape[-1]
+        grad_values = weights.unsqueeze(-1) * grad.unsqueeze(-2)
+        grad_values.addcmul_(grad_scores.unsqueeze(-1), query).addcmul_(coeff_values.unsqueeze(-1), values)
+        grad_query = None
+        if ctx.needs_input_grad[0]:
+            n, d = values.shape[-2:]
+            grad_query = (grad_scores.reshape(1, -1) @ values.reshape(-1, d)).squeeze(0)
+        return (grad_query, None, *grad_values.unbind(-2))
 
 
 def depth_attention(query: torch.Tensor, sources: tuple[torch.Tensor, ...], eps: float = KEY_NORM_EPS) -> torch.Tensor:
