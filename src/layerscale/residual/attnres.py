@@ -29,7 +29,7 @@ paper's ``O(Ld)``, its ``L`` counting sub-layers). Block AttnRes (:mod:`.attnres
 The stream passed between blocks is a tuple of the values ``(v_0, ..., v_{l-1})``; a new tuple is returned by
 every write (never mutated), so activation checkpointing may re-run a block. :func:`depth_attention` computes
 ``h_l`` without keeping a stacked copy of the values for the backward (it saves references to the values, which
-the stream holds anyway, and the weights ``α``).
+the stream holds anyway, and three numbers per source and token: the weights ``α``, ``1/rms`` and ``w·v``).
 """
 
 from __future__ import annotations
