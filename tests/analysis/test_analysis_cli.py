@@ -41,7 +41,7 @@ def test_analyze_a_run_directory_writes_its_outputs_and_the_paper_files(run_dir,
     rows = (out / "analysis.csv").read_text().splitlines()
     assert rows[0].startswith("block,name,ablation_delta_loss") and len(rows) == 4
     page = (out / "analysis.html").read_text()
-    assert page.count("data:image/png;base64,") == 6  # removal, ablation, early exit, geometry, probes, CKA
+    assert page.count("data:image/png;base64,") == 7  # removal, ablation, early exit, geometry, heatmap, probes, CKA
     printed = capsys.readouterr().out
     assert "effective depth (" in printed and "set variant" in printed and "wrote 11 files" in printed
     # the same numbers from Python, and from the run's last checkpoint directory

@@ -19,6 +19,7 @@ from typing import Sequence
 from ..diagnostics import plots
 from ..diagnostics.html_parts import REPORT_CSS, figure_png_bytes
 from ..diagnostics.report import ReportSection
+from .paper_figures import figure_angular_heatmap
 from .result import DepthAnalysis, effective_depth_interval
 
 __all__ = ["analysis_sections", "analysis_page", "figure_ablation", "figure_removal", "figure_early_exit",
@@ -211,11 +212,14 @@ def analysis_sections(result: DepthAnalysis) -> list[ReportSection]:
     sections = [
         ReportSection("Contiguous n-block removal", figure_removal(result),
                       f"Change of the evaluation loss (left) and accuracy (right) after removing one contiguous span "
-                      f"of n blocks ({result.summary.span_selection} choice of the span: "
-                      + ("Gromov et al.'s smallest angular distance between the span's input and output"
-                         if result.summary.span_selection == "angular" else "the best of every span")
-                      + f"), with {level} bootstrap bands. The effective depth is L minus the largest n whose "
-                      f"removal stays within δ (dashed).", name="removal"),
+                      "of n blocks ("
+                      + ("the gromov criterion: Gromov et al.'s smallest angular distance between the span's input "
+                         "and output" if result.summary.span_selection == "angular" else "the best of every span")
+                      + f"), with {level} bootstrap bands. The effective depth D_δ is L minus the largest n whose "
+                      f"removal stays within δ (dashed)"
+                      + (f"; its set variant, removing any blocks, is {result.summary.set_depth} "
+                         f"({result.summary.set_search} search)" if result.summary.set_depth is not None else "")
+                      + ".", name="removal"),
         ReportSection("Block ablation", figure_ablation(result),
                       f"Change of the evaluation loss (left) and accuracy (right) when one block is replaced by the "
                       f"identity (x_out = x_in) and everything else is kept, with {level} bootstrap error bars. Red "
@@ -232,6 +236,14 @@ def analysis_sections(result: DepthAnalysis) -> list[ReportSection]:
                       "stream (near-identity). Right: the size of each block's whole update relative to the stream "
                       "it is added to.", name="geometry"),
     ]
+    if result.head_distance:
+        sections.append(ReportSection(
+            "Angular distance between depths (Gromov et al.)", figure_angular_heatmap(result.head_distance,
+                                                                                    result.readout),
+            f"Mean angular distance d(x^(ℓ), x^(ℓ+n)) between the stream entering block ℓ + 1 and the stream n "
+            f"blocks later, on the token the head reads ({result.readout}), for every start and span length; the "
+            "circles mark the start of the span the gromov criterion removes for each n. Dark runs are spans that "
+            "barely turn the stream.", name="angular_heatmap"))
     if result.probe_accuracy:
         sections.append(ReportSection(
             "Linear probes against depth", figure_probes(result),
