@@ -90,7 +90,7 @@ def _run_data(found: Any, request: DataRequest) -> SourceData:
     from ..sources.run_model import load_eval_data
     from ..train.data_setup import load_train_data
 
-    train_data = load_train_data(found.run.config)
+    train_data = found.run.train_data if found.run.train_data is not None else load_train_data(found.run.config)
     evaluation = as_eval_set(load_eval_data(found.run, request.data, request.data_path, train_data=train_data),
                              request.examples)
     if request.data is None and request.data_path is None and train_data.validation is not None:

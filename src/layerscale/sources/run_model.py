@@ -28,12 +28,14 @@ __all__ = ["RunModel", "load_run_model", "load_eval_data"]
 
 @dataclass
 class RunModel:
-    """A rebuilt model with its weights, the validated training config, the checkpoint read and its arguments."""
+    """A rebuilt model with its weights, the validated training config, the checkpoint read, its arguments and
+    (when already loaded) the run's dataset."""
 
     model: nn.Module
     config: Any
     checkpoint: Path
     model_args: dict[str, Any]
+    train_data: Any = None  # the run's loaded dataset (TrainData), kept so its splits are not read twice
 
 
 def _locate(source: Path, config: str | os.PathLike | None) -> tuple[Path, Path, bool]:
@@ -90,7 +92,7 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
         weights = read_state_dict_file(weights_path).tensors
     check_same_architecture(weights_path, weights, model.state_dict())
     model.load_state_dict(weights)
-    return RunModel(model.eval(), cfg, weights_path, model_args)
+    return RunModel(model.eval(), cfg, weights_path, model_args, data)
 
 
 def load_eval_data(run: RunModel, data: str | None = None, data_path: str | os.PathLike | None = None,
