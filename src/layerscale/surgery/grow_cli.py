@@ -4,9 +4,9 @@ Reads SOURCE (a training run, our / timm / Hugging Face model folder, or a folde
 the one resolver, :func:`layerscale.sources.read_source`; a model with non-finite weights is refused),
 inserts K LayerScale-gated blocks (:func:`layerscale.surgery.grow`) and writes DEST in the source library's layout
 at the new depth, with the source's tokenizer files. Every argument and DEST are checked before the model is read;
-nothing is written on error. From
-a training run, DEST also gets ``train.yaml``: the run's config at the new depth with ``run.init_from: DEST``, so
-``layerscale train --config DEST/train.yaml --set optim.trainable=new_blocks`` trains only the new blocks.
+nothing is written on error. From a training run, DEST also gets ``train.yaml``: the run's config at the new depth
+with ``run.init_from: DEST``, so ``layerscale train --config DEST/train.yaml --set optim.trainable=new_blocks``
+trains only the new blocks.
 """
 
 from __future__ import annotations
