@@ -1,6 +1,6 @@
-"""``layerscale prune`` of a Hugging Face Llama on text through its own trained BPE tokenizer: blocks chosen on the
-calibration windows, perplexity on the evaluation windows equal to transformers' own loss, the written folder a
-complete source again (weights, config, tokenizer)."""
+"""``layerscale prune --by gromov`` of a Hugging Face Llama on text through its own trained BPE tokenizer: blocks
+chosen on the calibration windows, perplexity on the evaluation windows equal to transformers' own loss, the written
+folder a complete source again (weights, config, tokenizer)."""
 
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ def _printed(label: str, text: str) -> tuple[float, float]:
 
 
 def test_pruned_llama_perplexity_equals_transformers_loss_on_the_same_windows(llama_source, tmp_path, capsys):
-    # --by angular exists now; part B of issue 55 adds --by gromov (Gromov et al.'s span) to the same command
+    # --by gromov: Gromov et al.'s contiguous span of smallest angular distance, chosen on the calibration windows
     folder, corpus, lines = llama_source
     out = tmp_path / "pruned"
-    assert main(["prune", str(folder), "--by", "angular", "--remove", "1", "--data-path", str(corpus),
+    assert main(["prune", str(folder), "--by", "gromov", "--remove", "2", "--data-path", str(corpus),
                  "--seq-len", str(SEQ_LEN), "--samples", str(SAMPLES), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     calibration, evaluation = hf_windows(folder, corpus.read_text(), SEQ_LEN, SAMPLES)
@@ -53,13 +53,16 @@ def test_pruned_llama_perplexity_equals_transformers_loss_on_the_same_windows(ll
     assert f"{len(calibration)} calibration and {len(evaluation)} evaluation windows of {SEQ_LEN} tokens" in printed
     source = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
     pruned = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
-    assert pruned.config.num_hidden_layers == 3
+    assert pruned.config.num_hidden_layers == 2
     for label, model in (("unpruned", source), ("pruned", pruned)):
         loss, ppl = _printed(label, printed)
         expected = hf_loss(model, evaluation)
         assert loss == pytest.approx(expected, abs=1e-5)
         assert ppl == pytest.approx(math.exp(expected), abs=1e-5 * max(1.0, math.exp(expected)))
-    record = json.loads((out / "config.json").read_text())["layerscale_surgery"]["perplexity"]
+    surgery = json.loads((out / "config.json").read_text())["layerscale_surgery"]
+    start = surgery["removed_blocks"][0]
+    assert surgery["by"] == "gromov" and surgery["removed_blocks"] == [start, start + 1]  # one contiguous span
+    record = surgery["perplexity"]
     for label, model in (("unpruned", source), ("pruned", pruned)):
         assert record[label]["loss"] == pytest.approx(hf_loss(model, evaluation), abs=1e-5)
         assert record[label]["perplexity"] == pytest.approx(math.exp(hf_loss(model, evaluation)), rel=1e-5)
