@@ -44,11 +44,11 @@ def main() -> None:
 
     import ray
 
-    from layerscale.study.executor import run_pool
-    from layerscale.study.executors import ExecutorOptions
-    from layerscale.study.executors.ray_cluster import run_ray_pool
-    from layerscale.study.executors.submitit_slurm import run_submitit_pool
-    from layerscale.study.grid import StudySpec
+    from layerscale.study.run.executor import run_pool
+    from layerscale.study.run.executors import ExecutorOptions
+    from layerscale.study.run.executors.ray_cluster import run_ray_pool
+    from layerscale.study.run.executors.submitit_slurm import run_submitit_pool
+    from layerscale.study.design.grid import StudySpec
 
     base = copy.deepcopy(BASE)
     base["optim"]["max_steps"] = args.steps

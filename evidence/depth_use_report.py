@@ -2,7 +2,7 @@
 committed CSVs alone, and the same tables for docs/RESULTS.md (:func:`depth_use_sections`).
 
 Every number is generated from ``models.csv``, ``effective_depth.csv`` and ``pruning.csv``: per method, the mean
-over seeds with its 95 % t-interval truncated to the count's range (``layerscale.study.intervals``), the per-seed
+over seeds with its 95 % t-interval truncated to the count's range (``layerscale.stats.intervals``), the per-seed
 values, and differences against Pre-LN by Welch's interval (different models, not paired), Holm-adjusted over the
 design's primary family of two comparisons and Benjamini–Hochberg over every other (exploratory) comparison.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from ..atomic_io import write_text_atomic
-from .csv_rows import read_rows
-from .formatting import TRUNCATION_NOTE, format_interval, format_p
-from .intervals import mean_interval, p_value, welch_interval, within_range
-from .multiplicity import adjust_families
+from layerscale.atomic_io import write_text_atomic
+from layerscale.study.run.csv_rows import read_rows
+from layerscale.study.report.formatting import TRUNCATION_NOTE, format_interval, format_p
+from layerscale.stats.intervals import mean_interval, p_value, welch_interval, within_range
+from layerscale.stats.multiplicity import adjust_families
 
 DEPTH = 12
 DELTAS = (0.01, 0.05, 0.2)

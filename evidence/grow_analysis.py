@@ -2,7 +2,7 @@
 
 Per source and arm — (a) continue the source, (b) grown and trained whole, (c) grown with only the new blocks
 trained, (d) the grown shape from scratch — the rate is chosen by the mean validation score of its seeds at the
-end of training (:func:`layerscale.study.tuning.choose_rate`: the best mean, one-standard-error ties toward 1e-3;
+end of training (:func:`layerscale.study.run.tuning.choose_rate`: the best mean, one-standard-error ties toward 1e-3;
 a diverged run scores worst). At that rate the test metric's mean over seeds carries its 95 % t-interval,
 truncated to the metric's range. The comparisons:
 
@@ -11,7 +11,7 @@ truncated to the metric's range. The comparisons:
 - exploratory (Benjamini–Hochberg): (d) against (a), (b) and (c) by Welch's interval (arm (d) has its own models),
   and (b) − (c) paired.
 
-Verdicts are :func:`layerscale.study.verdicts.verdict` of the adjusted p-value, read as "the first arm is
+Verdicts are :func:`layerscale.study.report.verdicts.verdict` of the adjusted p-value, read as "the first arm is
 better / worse than the second", or within noise.
 """
 
@@ -21,11 +21,11 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .intervals import Interval, mean_interval, p_value, paired_interval, welch_interval, within_range
-from .multiplicity import adjust_families
-from .results import Metric
-from .tuning import RateChoice, choose_rate
-from .verdicts import verdict
+from layerscale.stats.intervals import Interval, mean_interval, p_value, paired_interval, welch_interval, within_range
+from layerscale.stats.multiplicity import adjust_families
+from layerscale.study.report.results import Metric
+from layerscale.study.run.tuning import RateChoice, choose_rate
+from layerscale.study.report.verdicts import verdict
 
 __all__ = ["ARMS", "ARM_NAMES", "ENDED", "RESULT_FIELDS", "GrowAnalysis", "chosen_rates", "metric_of",
            "result_rows", "typed_runs", "validation_score"]
@@ -68,7 +68,7 @@ def validation_score(row: dict, metric: Metric) -> float:
 
 def chosen_rates(rows: list[dict], classification: bool) -> dict[tuple[str, str], RateChoice]:
     """``{(source, arm): RateChoice}`` for every arm whose runs have all ended (finished or diverged) at every
-    rate and seed: its per-seed validation scores into :func:`layerscale.study.tuning.choose_rate`."""
+    rate and seed: its per-seed validation scores into :func:`layerscale.study.run.tuning.choose_rate`."""
     metric = metric_of(classification)
     by_cell = defaultdict(list)
     for row in rows:

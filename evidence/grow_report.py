@@ -1,6 +1,6 @@
 """results.md and results.csv of the grow evidence (docs/results/grow/DESIGN.md), and its block and "At a glance"
 line on docs/RESULTS.md, generated from ``sources.csv``, ``runs.csv`` and ``effective_depth.csv`` alone
-(statistics: :mod:`layerscale.study.grow_analysis`)."""
+(statistics: :mod:`evidence.grow_analysis`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from ..atomic_io import write_text_atomic
-from .csv_rows import csv_text, read_rows
-from .formatting import TRUNCATION_NOTE, format_interval, format_p
+from layerscale.atomic_io import write_text_atomic
+from layerscale.study.run.csv_rows import csv_text, read_rows
+from layerscale.study.report.formatting import TRUNCATION_NOTE, format_interval, format_p
 from .grow_analysis import (ARM_NAMES, ARMS, ENDED, RESULT_FIELDS, GrowAnalysis, metric_of, result_rows,
                             typed_runs, validation_score)
-from .intervals import mean_interval, within_range
-from .tuning import mean_score
+from layerscale.stats.intervals import mean_interval, within_range
+from layerscale.study.run.tuning import mean_score
 
 __all__ = ["load_analysis", "grow_sections", "primary_glance", "write_report"]
 
@@ -83,7 +83,7 @@ def _rates_section(analysis: GrowAnalysis, level: str) -> list[str]:
         level, "Rate choice",
         "Mean validation score at the end of each rate's seeds (accuracy % / bits per byte); the chosen "
         "rate is the best mean, or among the rates within one standard error of it (paired by seed) the "
-        "one nearest 1e-3 (`layerscale.study.tuning.choose_rate`). A diverged run scores worst. \"(grid "
+        "one nearest 1e-3 (`layerscale.study.run.tuning.choose_rate`). A diverged run scores worst. \"(grid "
         "edge)\" marks a chosen rate that is the grid's smallest or largest: a better rate may lie beyond it "
         "(the grid is the design's, fixed before the runs, and is not extended).",
         ["source", "arm", "validation per rate", "chosen", "tied"])

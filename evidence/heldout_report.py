@@ -4,7 +4,7 @@ the budget, the held-out data) and ``runs.csv`` alone.
 
 The held-out comparison is one pre-registered comparison — the study's primary comparison of one cell, trained again
 on data the study did not use — so its verdict uses its raw p-value, with no multiplicity adjustment
-(:func:`layerscale.study.verdicts.verdict`), and is read against the study's Holm-adjusted verdict of the same cell
+(:func:`layerscale.study.report.verdicts.verdict`), and is read against the study's Holm-adjusted verdict of the same cell
 as the redo designs' addenda of 2026-12-01 17:10 UTC say (:func:`reading`).
 """
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic_io import write_text_atomic
-from .csv_rows import csv_text, read_rows
-from .formatting import TRUNCATION_NOTE, format_interval, format_p
-from .intervals import mean_interval, p_value, paired_interval, within_range
-from .results import Metric
-from .results_table import row_interval
-from .verdicts import verdict as verdict_of
+from layerscale.atomic_io import write_text_atomic
+from layerscale.study.run.csv_rows import csv_text, read_rows
+from layerscale.study.report.formatting import TRUNCATION_NOTE, format_interval, format_p
+from layerscale.stats.intervals import mean_interval, p_value, paired_interval, within_range
+from layerscale.study.report.results import Metric
+from layerscale.study.report.results_table import row_interval
+from layerscale.study.report.verdicts import verdict as verdict_of
 
 __all__ = ["CHECK_FILE", "RUN_FIELDS", "RESULT_FIELDS", "read_runs", "heldout_comparison", "result_rows", "reading",
            "report_text", "sections", "heldout_sections", "write_report"]

@@ -8,8 +8,8 @@ The page is hand-written prose (designs, limits, what changed) with generated bl
 
 :func:`render_page` rewrites every block from ``docs/results/<study>/results.csv`` (and ``study.json`` for the
 grid and reference, ``runs.csv`` for the compute), printing every interval with
-:func:`layerscale.study.formatting.format_interval` at the study's precision (1 decimal for accuracy in points, 3
-for bits per byte) and every p-value with :func:`~layerscale.study.formatting.format_p`. ``python
+:func:`layerscale.study.report.formatting.format_interval` at the study's precision (1 decimal for accuracy in points, 3
+for bits per byte) and every p-value with :func:`~layerscale.study.report.formatting.format_p`. ``python
 scripts/results_page.py`` rewrites the page; ``--check`` says whether it is current.
 
 Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
@@ -31,12 +31,12 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 - ``<study>-compute``: runs and training hours from ``runs.csv``;
 - ``<study>-original-<block>``: a block above of the version a redo replaced (:data:`ORIGINALS`);
 - ``<study>-heldout``: the held-out check of one primary verdict, from ``heldout/`` in the study's folder
-  (:func:`layerscale.study.heldout_report.heldout_sections`; a line saying it has not run before it has);
+  (:func:`evidence.heldout_report.heldout_sections`; a line saying it has not run before it has);
 - ``corrections``: the two language-model intervals the previous page rounded by hand, at the two decimals it used;
 - ``depth-use``: the depth-use and pruning evidence of the Fashion study's depth-12 models
-  (docs/results/depth-use, :func:`layerscale.study.depth_use_report.depth_use_sections`);
+  (docs/results/depth-use, :func:`evidence.depth_use_report.depth_use_sections`);
 - ``grow``: growing a trained model deeper against training it on (docs/results/grow,
-  :func:`layerscale.study.grow_report.grow_sections`).
+  :func:`evidence.grow_report.grow_sections`).
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic_io import write_text_atomic
+from layerscale.atomic_io import write_text_atomic
 from . import depth_use_report, grow_report, heldout_report
-from .formatting import format_interval, format_p
-from .results import Metric
-from .results_table import ResultRow, read_results
+from layerscale.study.report.formatting import format_interval, format_p
+from layerscale.study.report.results import Metric
+from layerscale.study.report.results_table import ResultRow, read_results
 
 __all__ = ["STUDIES", "FOLDERS", "ORIGINALS", "Study", "load_study", "render_block", "render_page", "main"]
 
@@ -346,7 +346,7 @@ def _compute(study: Study) -> list[str]:
 
 
 def _heldout(study: Study) -> list[str]:
-    """The study's held-out check (``heldout/`` in its folder; :mod:`layerscale.study.heldout_report`)."""
+    """The study's held-out check (``heldout/`` in its folder; :mod:`evidence.heldout_report`)."""
     return heldout_report.heldout_sections(study.folder / "heldout", level="####")
 
 

@@ -6,11 +6,11 @@
     python scripts/depth_use.py --report-only    # results.md from the committed CSVs alone
 
 Per model (``runs/<run id>/``, git-ignored, resumable stage by stage): ``train/`` (the study's final run retrained
-from its committed config, :mod:`layerscale.study.retrain`), ``effective_depth.json`` (``D_δ`` with its bootstrap
+from its committed config, :mod:`layerscale.study.run.retrain`), ``effective_depth.json`` (``D_δ`` with its bootstrap
 interval at each δ of the design), ``pruning.json`` (Pre-LN and LayerScale models: test loss / accuracy after
 removing the n lowest-scoring blocks per criterion, blocks scored on the validation split, and after healing).
 Committed: ``models.csv``, ``effective_depth.csv``, ``pruning.csv`` and ``results.md``
-(:mod:`layerscale.study.depth_use_report`).
+(:mod:`evidence.depth_use_report`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
+sys.path.insert(0, str(ROOT))  # the evidence pipelines (evidence/, not part of the installed package)
 STUDY = ROOT / "docs" / "results" / "fashion"
 OUT = ROOT / "docs" / "results" / "depth-use"
 DEPTH = 12
@@ -125,7 +126,7 @@ def _pruning(model, method: str, train_dir: Path, test, validation, done: dict) 
 def process(model: dict) -> None:
     import torch
 
-    from layerscale.study.retrain import retrain_run
+    from layerscale.study.run.retrain import retrain_run
 
     torch.set_num_threads(1)
     folder = OUT / "runs" / model["run_id"]
@@ -146,14 +147,14 @@ def process(model: dict) -> None:
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
     from layerscale.atomic_io import write_text_atomic
-    from layerscale.study.csv_rows import csv_text
+    from layerscale.study.run.csv_rows import csv_text
 
     write_text_atomic(path, csv_text(rows, list(rows[0])))
 
 
 def collect() -> None:
     """The per-model records (those that are finished) into models.csv, effective_depth.csv and pruning.csv."""
-    from layerscale.study.retrain import committed_metric, is_finished, retrained_metric, training_seconds
+    from layerscale.study.run.retrain import committed_metric, is_finished, retrained_metric, training_seconds
 
     models, depths, pruning = [], [], []
     for model in design_models():
@@ -187,7 +188,7 @@ def collect() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from layerscale.study.executors.cli_args import shard
+    from layerscale.study.run.executors.cli_args import shard
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shard", type=shard, default="0/1",
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collect", action="store_true", help="gather finished models into the CSVs, then report")
     parser.add_argument("--report-only", action="store_true", help="results.md from the committed CSVs")
     args = parser.parse_args(argv)
-    from layerscale.study.depth_use_report import write_report
+    from evidence.depth_use_report import write_report
 
     if args.report_only:
         write_report(OUT)

@@ -9,7 +9,7 @@
 
 Per source (``runs/<source>/``, git-ignored, resumable):
 
-- ``source/``: the committed run retrained from its recorded config (:func:`layerscale.study.retrain.retrain_run`);
+- ``source/``: the committed run retrained from its recorded config (:func:`layerscale.study.run.retrain.retrain_run`);
 - ``grown/``: ``layerscale grow source --insert L --where every:1 --init copy --gamma 0`` (a model folder);
 - ``source.json``: the committed and retrained test metrics, and the source's and the grown model's loss and
   accuracy on the whole test split before any training (the identity check);
@@ -28,7 +28,7 @@ is left to it, so any number of processes may work through one shard's list: ``-
 queue. Running a shard again after every training run has ended completes the effective-depth analyses (they need
 every cell's rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
 rates: the design reads the other rates' test splits but never reports them), ``effective_depth.csv``,
-``results.csv`` and ``results.md`` (:mod:`layerscale.study.grow_report`).
+``results.csv`` and ``results.md`` (:mod:`evidence.grow_report`).
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ import io
 import json
 import math
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the evidence pipelines (evidence/, not part of the installed package)
 OUT = ROOT / "docs" / "results" / "grow"
 SOURCES = (
     {"key": "fashion", "study": "docs/results/fashion", "run_id": "layerscale-d12-lr0.001-s0"},
@@ -227,7 +229,7 @@ def with_identity(record: dict) -> dict:
 
 def ensure_source(design: Design, source: dict) -> dict:
     """Train (retrain), grow and check one source once, under a lock shared by the shards; returns its record."""
-    from layerscale.study.retrain import committed_metric, retrain_run, retrained_metric, run_outcome
+    from layerscale.study.run.retrain import committed_metric, retrain_run, retrained_metric, run_outcome
 
     folder = design.folder(source["key"])
     record_path = folder / "source.json"
@@ -266,10 +268,10 @@ def _load_config(run_dir: Path) -> dict:
 # --- training runs ---------------------------------------------------------------------------------------------------
 
 def train_unit(design: Design, unit: dict) -> None:
-    """One run of an arm (:func:`layerscale.study.retrain.train_or_resume`): a finished or diverged run is kept, an
+    """One run of an arm (:func:`layerscale.study.run.retrain.train_or_resume`): a finished or diverged run is kept, an
     unfinished one resumes from its latest checkpoint when it has one for the same config, and is trained again from
     its start otherwise."""
-    from layerscale.study.retrain import committed_config, has_ended, outcome_text, train_or_resume
+    from layerscale.study.run.retrain import committed_config, has_ended, outcome_text, train_or_resume
     from layerscale.train.run_lock import RunDirectoryInUse
 
     source = next(s for s in design.sources if s["key"] == unit["source"])
@@ -295,7 +297,7 @@ def train_unit(design: Design, unit: dict) -> None:
 
 def arm_rows(design: Design, source: dict, classification: bool) -> list[dict]:
     """One row per run of the source's arms (pending runs included)."""
-    from layerscale.study.retrain import run_outcome
+    from layerscale.study.run.retrain import run_outcome
 
     folder = design.folder(source["key"])
     rows = []
@@ -310,7 +312,7 @@ def arm_rows(design: Design, source: dict, classification: bool) -> list[dict]:
 def depth_units(design: Design) -> list[tuple[str, str, Path]]:
     """``(source, name, run directory)`` of every model whose effective depth the design reports and that exists
     now: each source, and every finished run at its arm's chosen rate (once all of the arm's runs have ended)."""
-    from layerscale.study.grow_analysis import chosen_rates
+    from evidence.grow_analysis import chosen_rates
 
     found = []
     for source in design.sources:
@@ -355,7 +357,7 @@ def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
 
 def trained_elsewhere(design: Design) -> bool:
     """Whether another live process holds the folder of a run that has not ended (it is training it)."""
-    from layerscale.study.retrain import has_ended
+    from layerscale.study.run.retrain import has_ended
     from layerscale.train.run_lock import RunDirectoryInUse, hold_run_dir
 
     for unit in units(design):
@@ -389,7 +391,7 @@ def analyse_all(design: Design, wait_s: float = 30.0) -> None:
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
     from layerscale.atomic_io import write_text_atomic
-    from layerscale.study.csv_rows import csv_text
+    from layerscale.study.run.csv_rows import csv_text
 
     write_text_atomic(path, csv_text(rows, fields))
 
@@ -405,7 +407,7 @@ DEPTH_FIELDS = ["source", "model", "arm", "lr", "seed", "depth", "effective_dept
 def collect(design: Design) -> None:
     """The per-run records into sources.csv, runs.csv and effective_depth.csv (test metrics of the chosen rates
     only)."""
-    from layerscale.study.grow_analysis import chosen_rates
+    from evidence.grow_analysis import chosen_rates
 
     sources, runs, depths = [], [], []
     for source in design.sources:
@@ -488,7 +490,7 @@ def progress(design: Design) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from layerscale.study.executors.cli_args import shard
+    from layerscale.study.run.executors.cli_args import shard
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=estimate(Design()), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -501,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design", default=None, help=argparse.SUPPRESS)  # a JSON design (tests)
     args = parser.parse_args(argv)
     design = Design.from_file(args.design) if args.design else Design()
-    from layerscale.study.grow_report import write_report
+    from evidence.grow_report import write_report
 
     if args.estimate:
         print(estimate(design))

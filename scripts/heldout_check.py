@@ -15,7 +15,7 @@ digits, patch 2) and ``lm-grid`` (depth 96, the Perl documentation ``/usr/share/
 ``perl-doc``, which must be installed: ``dpkg-query`` is asked first). What is read from the study folder (never
 written):
 
-- ``results.csv`` (:func:`layerscale.study.results_table.read_results`): the rate the tuned table chose for the
+- ``results.csv`` (:func:`layerscale.study.report.results_table.read_results`): the rate the tuned table chose for the
   compared method and for the reference at the depth (a cell without one is refused: the study has not finished
   it), and the study's comparison row of that cell (difference, interval, Holm p, verdict);
 - the recorded ``config.yaml`` of the study's final run of each method at its chosen rate, seed by seed
@@ -36,7 +36,7 @@ when its recorded config is the design's, and is removed and trained from its st
 process trains is left to it), and, committed,
 ``check.json`` (the study's choice and row, the changed keys, the budget, the held-out data; a text corpus also by
 its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`` and ``results.md`` (generated
-from ``check.json`` and ``runs.csv`` alone, byte-identically, by :mod:`layerscale.study.heldout_report`, which also
+from ``check.json`` and ``runs.csv`` alone, byte-identically, by :mod:`evidence.heldout_report`, which also
 writes the check's block of docs/RESULTS.md). The held-out comparison is one pre-registered comparison: its verdict
 uses its raw p-value, with no multiplicity adjustment.
 """
@@ -56,9 +56,10 @@ from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is installed
+sys.path.insert(0, str(ROOT))  # the evidence pipelines (evidence/, not part of the installed package)
 
-from layerscale.study.executors.cli_args import shard  # noqa: E402
-from layerscale.study.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
+from layerscale.study.run.executors.cli_args import shard  # noqa: E402
+from evidence.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
 from layerscale.train.config_file import dotted_items  # noqa: E402
 
 SEEDS = (0, 1, 2)
@@ -157,8 +158,8 @@ class Design:
 
 
 def run_name(method: str, depth: int, lr: float, seed: int) -> str:
-    """The study's run id (:attr:`layerscale.study.grid.RunSpec.run_id`), also the held-out run's folder name."""
-    from layerscale.study.grid import format_lr
+    """The study's run id (:attr:`layerscale.study.design.grid.RunSpec.run_id`), also the held-out run's folder name."""
+    from layerscale.study.design.grid import format_lr
 
     return f"{method}-d{depth}-lr{format_lr(lr)}-s{seed}"
 
@@ -176,7 +177,7 @@ def shown_path(path: Path) -> str:
 def study_choice(design: Design) -> dict:
     """From the study's ``results.csv``: the chosen rate of both methods at the depth (the tuned table's rows) and
     the compared method's comparison row. :class:`Refusal` when a rate is not chosen yet or a row is missing."""
-    from layerscale.study.results_table import read_results
+    from layerscale.study.report.results_table import read_results
 
     path = design.study / "results.csv"
     rows = {(r.method, r.depth): r for r in read_results(path) if r.table == "tuned"}
@@ -204,7 +205,7 @@ def study_choice(design: Design) -> dict:
 def read_recorded(study: Path, names: list[str]) -> dict[str, bytes | None]:
     """The bytes of each ``runs/<name>`` of the study (``None`` when absent): from the ``runs/`` folder when it
     exists, else from ``runs.tar.xz`` without unpacking it (regular-file members only)."""
-    from layerscale.study.archive import ARCHIVE_FILE
+    from layerscale.study.run.archive import ARCHIVE_FILE
 
     runs, archive = study / "runs", study / ARCHIVE_FILE
     if runs.is_dir():
@@ -355,7 +356,7 @@ def _load(raw: dict):
 
 def _parameters(raw: dict, data) -> int:
     """The parameter count of ``raw``'s model on ``data`` (built on the meta device, as the trainer builds it)."""
-    from layerscale.study.shapes import count_parameters
+    from layerscale.study.design.shapes import count_parameters
 
     config = _validated(raw)
     return count_parameters(config.model.name, {**data.model_args, **config.model.options})
@@ -364,7 +365,7 @@ def _parameters(raw: dict, data) -> int:
 def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
     """The check's record (``check.json``: the study's choice and row, the changed keys, the budget, the held-out
     data) and every held-out run's config, keyed ``(method, seed)``. Writes ``check.json`` when ``write``."""
-    from layerscale.study.results import Metric
+    from layerscale.study.report.results import Metric
     from layerscale.train.budget import planned_total_steps, steps_per_epoch
 
     choice = study_choice(design)
@@ -429,10 +430,10 @@ def units(design: Design) -> list[tuple[str, int]]:
 
 
 def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -> None:
-    """One held-out run (:func:`layerscale.study.retrain.train_or_resume`): a finished or diverged run is kept, an
+    """One held-out run (:func:`layerscale.study.run.retrain.train_or_resume`): a finished or diverged run is kept, an
     unfinished one resumes from its latest checkpoint when its recorded config is ``raw`` (bitwise the uninterrupted
     run) and is trained again from its start otherwise."""
-    from layerscale.study.retrain import outcome_text, train_or_resume
+    from layerscale.study.run.retrain import outcome_text, train_or_resume
     from layerscale.train.run_lock import RunDirectoryInUse
 
     run_dir = design.run_dir(method, check["rates"][method], seed)
@@ -446,11 +447,11 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
         print(f"{run_dir.name}: {said}", flush=True)
 
 
-# --- collect (the report: layerscale.study.heldout_report) ----------------------------------------------------------
+# --- collect (the report: evidence.heldout_report) ----------------------------------------------------------
 
 def run_rows(design: Design, check: dict) -> list[dict]:
     """One row per held-out run (pending ones included): status, last validation and test metric, seconds, steps."""
-    from layerscale.study.retrain import run_outcome
+    from layerscale.study.run.retrain import run_outcome
 
     rows = []
     for method, seed in units(design):
@@ -466,7 +467,7 @@ def run_rows(design: Design, check: dict) -> list[dict]:
 def collect(design: Design) -> None:
     """check.json from the study as it is now, runs.csv from the run folders."""
     from layerscale.atomic_io import write_text_atomic
-    from layerscale.study.csv_rows import csv_text
+    from layerscale.study.run.csv_rows import csv_text
 
     check, _ = prepare(design)
     rows = run_rows(design, check)
@@ -490,7 +491,7 @@ def estimate(design: Design) -> str:
         rates = None
         lines.append(f"not ready: {exc}")
     seconds = []
-    from layerscale.study.csv_rows import read_rows
+    from layerscale.study.run.csv_rows import read_rows
 
     for r in read_rows(design.study / "runs.csv"):
         if (r["kind"] == "final" and r["method"] in design.methods and int(r["depth"]) == design.depth

@@ -3,9 +3,14 @@ run as several pytest workers on a machine with few cores. Also: :func:`train_wi
 that read a run directory."""
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
+
+# this repository's own evidence pipelines (evidence/) live beside src/, outside the installed package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ shared rate is one of the two, so the shared table comes with it). With two seed
 each seed's value rather than an interval, and a paragraph generated from the tables saying what they do and do
 not show, then where the report is, and last the committed full studies' primary verdicts (read from
 ``docs/results`` at run time and labelled as such). It is the ``demo`` preset of
-``layerscale study`` (its design is fixed in ``layerscale.study.presets``, chosen before its result was seen);
+``layerscale study`` (its design is fixed in ``layerscale.study.design.presets``, chosen before its result was seen);
 re-running it continues (or re-reports) the same study directory."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .study.presets import get_preset
+    from .study.design.presets import get_preset
     from .study.study import run_study
     from .terminal import shows_progress
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary.markdown)
     print(f"finished in {time.perf_counter() - start:.0f} s. Report: {summary.paths.get('report')}  "
           f"(tables: {summary.paths['results_md']})")
-    from .study.committed import primary_verdict_lines
+    from .study.report.committed import primary_verdict_lines
 
     print("\nWhat the committed full studies found (their primary families, Holm-adjusted; read now from "
           "docs/results, not from this run):")

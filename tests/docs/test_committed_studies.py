@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from layerscale.cli import main
-from layerscale.study.results_page import FOLDERS, ORIGINALS
+from evidence.results_page import FOLDERS, ORIGINALS
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 STUDIES = sorted(p.parent.name for p in RESULTS.glob("*/runs.tar.xz") if (p.parent / "study.json").is_file())

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.study.csv_rows import read_rows
-from layerscale.study.results_page import FOLDERS, ORIGINALS, STUDIES, load_study, render_page
-from layerscale.study.results_table import read_results, row_interval
+from layerscale.study.run.csv_rows import read_rows
+from evidence.results_page import FOLDERS, ORIGINALS, STUDIES, load_study, render_page
+from layerscale.study.report.results_table import read_results, row_interval
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "RESULTS.md"
@@ -123,7 +123,7 @@ def test_an_evidence_report_is_what_its_committed_tables_give(tmp_path, folder, 
     import shutil
 
     module = {"depth-use": "depth_use_report", "grow": "grow_report"}[folder]
-    write_report = importlib.import_module(f"layerscale.study.{module}").write_report
+    write_report = importlib.import_module(f"evidence.{module}").write_report
     committed = RESULTS / folder
     if not (committed / inputs[0]).is_file():
         pytest.skip(f"the {folder} evidence has no committed tables yet")
@@ -160,7 +160,7 @@ def test_the_page_shows_each_study_from_a_complete_folder_and_a_partial_one_is_r
 
 
 def test_a_redo_block_quotes_the_redo_and_the_original_each_from_its_own_table():
-    from layerscale.study.results_page import render_block
+    from evidence.results_page import render_block
 
     studies = {key: load_study(RESULTS, key) for key in STUDIES}
     redone = [key for key in STUDIES if FOLDERS[key] != ORIGINALS[key]]
@@ -184,7 +184,7 @@ def test_a_redo_block_quotes_the_redo_and_the_original_each_from_its_own_table()
 
 
 def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tuning_record():
-    from layerscale.study.results_page import Study, render_block
+    from evidence.results_page import Study, render_block
 
     def row(method, depth, lr):
         return {"table": "tuned", "method": method, "depth": str(depth), "lr": str(lr),
@@ -194,7 +194,7 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
         return {"method": method, "depth": depth, "chosen_lr": chosen, "tied_lrs": list(tied) or [chosen],
                 "rates": sorted([*rates, *extended]), "extended_with": list(extended)}
 
-    from layerscale.study.results_table import ResultRow
+    from layerscale.study.report.results_table import ResultRow
 
     design = {"methods": ["prenorm", "layerscale"], "depths": [4, 32], "lrs": [1e-4, 3e-4, 1e-3, 3e-3],
               "reference": "prenorm", "tuning": "grid", "extend_grid": 1, "shapes": [["prenorm", 4, 180]]}

@@ -1,4 +1,4 @@
-"""The depth-use evidence's tables (layerscale.study.depth_use_report) from hand-made CSVs: the removable-block
+"""The depth-use evidence's tables (evidence.depth_use_report) from hand-made CSVs: the removable-block
 count, the Welch difference and its Holm / BH adjustment, and a report that rebuilds byte-identically."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from layerscale.study import depth_use_report as report
-from layerscale.study.csv_rows import read_rows
-from layerscale.study.intervals import mean_interval, p_value, welch_interval
+from evidence import depth_use_report as report
+from layerscale.study.run.csv_rows import read_rows
+from layerscale.stats.intervals import mean_interval, p_value, welch_interval
 
 
 def _write(path, rows):

@@ -1,4 +1,4 @@
-"""layerscale.study.grow_analysis / grow_report on hand-made tables: the rate is chosen on validation only, a
+"""evidence.grow_analysis / grow_report on hand-made tables: the rate is chosen on validation only, a
 comparison's verdict reads "the first arm better / worse" in the metric's own direction (bits per byte: lower is
 better), the "At a glance" line appears only once every primary comparison has its runs and quotes the report."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from layerscale.study.csv_rows import csv_text
-from layerscale.study.grow_analysis import RESULT_FIELDS, GrowAnalysis, typed_runs
-from layerscale.study.grow_report import grow_sections, primary_glance, write_report
+from layerscale.study.run.csv_rows import csv_text
+from evidence.grow_analysis import RESULT_FIELDS, GrowAnalysis, typed_runs
+from evidence.grow_report import grow_sections, primary_glance, write_report
 
 SOURCE_FIELDS = ["source", "study", "run_id", "classification", "depth", "lr", "seed", "steps", "train_s", "val",
                  "committed_test", "retrained_test", "examples", "source_loss", "source_accuracy", "grown_loss",
@@ -94,7 +94,7 @@ def test_an_unchosen_rates_test_metric_never_reaches_the_tables(tmp_path):
 
 
 def test_a_rate_chosen_at_the_grids_edge_is_marked_and_an_inner_one_is_not():
-    from layerscale.study.grow_report import _rates_section
+    from evidence.grow_report import _rates_section
 
     inner = "\n".join(_rates_section(_analysis(), "##"))
     assert "| 0.001 | — |" in inner and "0.001 (grid edge)" not in inner

@@ -174,7 +174,7 @@ def test_an_unfinished_run_without_a_checkpoint_is_trained_again_from_its_start(
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_one(pipeline, tmp_path,
                                                                                            capsys):
-    from layerscale.study.retrain import committed_config, resumable, run_outcome
+    from layerscale.study.run.retrain import committed_config, resumable, run_outcome
     import torch
     from safetensors.torch import load_file
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import heldout_check  # noqa: E402
 
-from layerscale.study.heldout_report import RUN_FIELDS, reading  # noqa: E402
+from evidence.heldout_report import RUN_FIELDS, reading  # noqa: E402
 
 #: a Fashion-MNIST-like study model, tiny: 28x28 at patch 7 (16 tokens), which the check moves to digits at patch 2
 VIT = {"model": {"name": "vit", "depth": 2, "embed_dim": 16, "num_heads": 2, "patch_size": 7, "mlp_ratio": 1.0},
@@ -169,7 +169,7 @@ def test_the_studys_own_data_is_refused(tmp_path, capsys):
 
 
 def test_a_packed_study_is_read_without_unpacking(tmp_path):
-    from layerscale.study.archive import pack_runs
+    from layerscale.study.run.archive import pack_runs
 
     design = heldout_check.Design.from_file(_study(tmp_path, VIT, DIGITS, steps=STUDY_STEPS))
     loose, loose_configs = heldout_check.prepare(design, write=False)
@@ -268,8 +268,8 @@ def test_a_second_pass_retrains_nothing_and_report_only_is_byte_identical(pipeli
 
 
 def test_the_results_page_block_is_the_report_at_its_heading_level(pipeline, tmp_path):
-    from layerscale.study.heldout_report import heldout_sections
-    from layerscale.study.results_page import Study, render_block
+    from evidence.heldout_report import heldout_sections
+    from evidence.results_page import Study, render_block
 
     _, _, out = pipeline
     report = (out / "results.md").read_text(encoding="utf-8")
@@ -297,7 +297,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
                                                                                            capsys):
     import shutil
 
-    from layerscale.study.retrain import resumable, run_outcome
+    from layerscale.study.run.retrain import resumable, run_outcome
     from layerscale.train.config_file import dump_config, load_config_file
     from layerscale.train.runner import run as train_run
 

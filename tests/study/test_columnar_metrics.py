@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from layerscale.study.columnar_metrics import decode_metrics, encode_metrics
+from layerscale.study.run.columnar_metrics import decode_metrics, encode_metrics
 
 
 def _diagnostics(step: int, blocks: int = 3, scale: float | None = 1e-4) -> dict:

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from layerscale.study.grid import RunSpec, StudySpec
-from layerscale.study.intervals import mean_interval, paired_interval
-from layerscale.study.primary_bootstrap import with_bootstrap
-from layerscale.study.results import CellResult, Metric
-from layerscale.study.sampling_noise import bootstrap_interval, two_level_bootstrap
-from layerscale.study.verdicts import PRIMARY
+from layerscale.study.design.grid import RunSpec, StudySpec
+from layerscale.stats.intervals import mean_interval, paired_interval
+from layerscale.study.report.primary_bootstrap import with_bootstrap
+from layerscale.study.report.results import CellResult, Metric
+from layerscale.stats.sampling_noise import bootstrap_interval, two_level_bootstrap
+from layerscale.study.report.verdicts import PRIMARY
 from layerscale.train.test_outcomes import write_test_outcomes
 from study_helpers import TINY_BASE
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import layerscale.train.runner as runner
-from layerscale.study.retrain import DIVERGED_FILE, run_outcome, train_or_resume
+from layerscale.study.run.retrain import DIVERGED_FILE, run_outcome, train_or_resume
 from layerscale.train import NonFiniteError
 
 CONFIG = {
@@ -77,7 +77,7 @@ def test_a_run_another_live_process_trains_is_refused_and_left_untouched(tmp_pat
 
 
 def test_each_outcome_reads_as_one_progress_line_and_a_kept_run_as_none():
-    from layerscale.study.retrain import outcome_text
+    from layerscale.study.run.retrain import outcome_text
 
     assert [outcome_text(o, 12.4) for o in ("kept", "trained", "resumed", "diverged")] == [
         None, "trained (12 s)", "resumed and trained (12 s)", "diverged"]

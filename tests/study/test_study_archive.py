@@ -15,9 +15,9 @@ import pytest
 
 from layerscale.cli import main
 from layerscale.diagnostics.records import compact_record
-from layerscale.study.archive import ARCHIVE_FILE, compact_metrics, pack_runs, unpack_runs
-from layerscale.study.columnar_metrics import COLUMNS_FILE, decode_metrics
-from layerscale.study.grid import StudySpec
+from layerscale.study.run.archive import ARCHIVE_FILE, compact_metrics, pack_runs, unpack_runs
+from layerscale.study.run.columnar_metrics import COLUMNS_FILE, decode_metrics
+from layerscale.study.design.grid import StudySpec
 from layerscale.study.study import run_study
 from layerscale.train.run_lock import LOCK_FILE
 from study_helpers import TINY_BASE
@@ -157,7 +157,7 @@ def test_unpack_restores_the_run_folders_and_training_a_packed_study_is_refused(
 def test_a_study_without_its_records_refuses_to_rebuild_or_retrain_and_changes_nothing(study, tmp_path, capsys):
     """A replaced study keeps its tables but not its archive (docs/results/<study>/README.md): --report-only there
     must not rewrite the committed tables empty, nor a retrain find no config; both point at the README."""
-    from layerscale.study.retrain import committed_config
+    from layerscale.study.run.retrain import committed_config
 
     folder = _copy(study, tmp_path / "study")
     assert main(["study", "--out", str(folder), "--report-only", "--no-report"]) == 0

@@ -3,8 +3,8 @@
 import csv
 import json
 
-from layerscale.study.committed import primary_verdict_lines
-from layerscale.study.presets import get_preset
+from layerscale.study.report.committed import primary_verdict_lines
+from layerscale.study.design.presets import get_preset
 
 COLUMNS = ["table", "method", "depth_from", "depth", "metric", "diff_mean", "diff_ci_low", "diff_ci_high", "diff_n",
            "family", "p_raw", "p_adj", "verdict"]

@@ -8,7 +8,7 @@ import json
 from study_helpers import TINY_BASE
 
 from layerscale.cli import main
-from layerscale.study.grid import StudySpec
+from layerscale.study.design.grid import StudySpec
 
 
 def _saved(folder, **design):

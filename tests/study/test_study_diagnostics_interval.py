@@ -2,7 +2,7 @@
 
 import pytest
 
-from layerscale.study.diagnostics_interval import diagnostics_every, diagnostics_record_count
+from layerscale.study.design.diagnostics_interval import diagnostics_every, diagnostics_record_count
 
 
 @pytest.mark.parametrize("total", [1, 5, 19, 20, 38, 39, 100, 150, 937, 1000, 4688, 100_000])

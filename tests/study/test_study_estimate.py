@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from layerscale.study.estimate import CellCost, RunShape, estimate_text, run_seconds
-from layerscale.study.grid import StudySpec
+from layerscale.study.run.estimate import CellCost, RunShape, estimate_text, run_seconds
+from layerscale.study.design.grid import StudySpec
 from study_helpers import TINY_BASE
 
 # 100 steps, epochs of 30, evaluation every 25 steps on 2 batches, a test pass of 5 batches.
@@ -82,7 +82,7 @@ def test_the_command_times_the_cells_and_writes_nothing(tmp_path, capsys):
 
 
 def test_bad_parallelism_is_one_line(tmp_path):
-    from layerscale.study.estimate import estimate_study
+    from layerscale.study.run.estimate import estimate_study
 
     with pytest.raises(ValueError, match="--jobs and --threads must be >= 1, got 0 and 1"):
         estimate_study(_spec(tmp_path), tmp_path / "s", jobs=0, threads=1)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.study.executors import ExecutorOptions, parse_slurm_time, resolve_options
-from layerscale.study.executors.cli_args import shard
-from layerscale.study.grid import SPEC_FILE, StudySpec
+from layerscale.study.run.executors import ExecutorOptions, parse_slurm_time, resolve_options
+from layerscale.study.run.executors.cli_args import shard
+from layerscale.study.design.grid import SPEC_FILE, StudySpec
 from study_helpers import TINY_BASE
 
 # Long enough (24 steps, a checkpoint every 2) that a run is still training when the test stops it.
@@ -73,7 +73,7 @@ def _stop_when_checkpointed(run_dir: Path, stop) -> threading.Thread:
         while time.time() < deadline:
             if list((run_dir / "checkpoints").glob("step_*")):
                 for pid, ppid, cmdline in _processes():
-                    if str(run_dir) in cmdline and "layerscale.study.worker" in cmdline:
+                    if str(run_dir) in cmdline and "layerscale.study.run.worker" in cmdline:
                         stop(pid, ppid)
                         return
             time.sleep(0.02)
@@ -137,7 +137,7 @@ def test_ray_task_whose_worker_dies_is_retried_resumes_and_matches_the_local_poo
 
 
 def test_a_run_that_fails_or_leaves_no_status_is_reported_with_its_log(tmp_path):
-    from layerscale.study.executors.tracker import PoolTracker
+    from layerscale.study.run.executors.tracker import PoolTracker
 
     spec = _spec()
     runs = [spec.run(tmp_path, "prenorm", 1, lr, 0, "final") for lr in (1e-3, 2e-3, 3e-3)]
@@ -229,11 +229,11 @@ def test_dry_run_lists_the_runs_and_the_submission_and_writes_nothing(tmp_path, 
 
 @pytest.mark.parametrize("engine, module, extra", [("submitit", "submitit", "slurm"), ("ray", "ray", "ray")])
 def test_a_missing_engine_is_one_line_naming_its_extra(monkeypatch, engine, module, extra):
-    import layerscale.study.executors as executors
+    import layerscale.study.run.executors as executors
 
     engine_module = {"submitit": "submitit_slurm", "ray": "ray_cluster"}[engine]
     monkeypatch.setitem(sys.modules, module, None)  # "not installed"
-    monkeypatch.delitem(sys.modules, f"layerscale.study.executors.{engine_module}", raising=False)
+    monkeypatch.delitem(sys.modules, f"layerscale.study.run.executors.{engine_module}", raising=False)
     monkeypatch.delattr(executors, engine_module, raising=False)
     with pytest.raises(ImportError) as caught:
         executors.load_engine(engine)
@@ -241,7 +241,7 @@ def test_a_missing_engine_is_one_line_naming_its_extra(monkeypatch, engine, modu
 
 
 def test_a_multi_process_run_is_torchrun_of_the_same_worker_on_every_node(tmp_path):
-    from layerscale.study.executors.run_task import task_for, worker_command
+    from layerscale.study.run.executors.run_task import task_for, worker_command
 
     run = _spec().run(tmp_path, "prenorm", 1, 1e-3, 0, "final")
     one_process = worker_command(task_for(run, tmp_path, 4), parent_pid=123)
@@ -252,12 +252,12 @@ def test_a_multi_process_run_is_torchrun_of_the_same_worker_on_every_node(tmp_pa
     second_node = worker_command(task_for(run, tmp_path, 4, gpus_per_node=8, nodes=2), node_rank=1,
                                  master_addr="node-a", master_port=23456)
     assert ["--nnodes=2", "--node_rank=1", "--master_addr=node-a", "--master_port=23456"] == second_node[3:7]
-    assert second_node[-4:] == ["layerscale.study.executors.ddp_worker", str(run.run_dir), one_process[5], "4"]
+    assert second_node[-4:] == ["layerscale.study.run.executors.ddp_worker", str(run.run_dir), one_process[5], "4"]
 
 
 def test_progress_advances_by_each_runs_work_not_by_run_count(tmp_path, capsys):
     pytest.importorskip("tqdm")
-    from layerscale.study.executors.tracker import PoolTracker, run_weight
+    from layerscale.study.run.executors.tracker import PoolTracker, run_weight
 
     spec = StudySpec(("prenorm",), (2, 8), (0,), base=copy.deepcopy(BASE), lrs=(1e-3,))
     shallow, deep = (spec.run(tmp_path, "prenorm", d, 1e-3, 0, "final") for d in (2, 8))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.study.executors import ExecutorOptions
-from layerscale.study.grid import StudySpec
+from layerscale.study.run.executors import ExecutorOptions
+from layerscale.study.design.grid import StudySpec
 from study_helpers import TINY_BASE, live_processes
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers in /proc")
@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 STUDY = textwrap.dedent("""
     import copy, json, sys
-    from layerscale.study.executors import ExecutorOptions
-    from layerscale.study.grid import StudySpec
+    from layerscale.study.run.executors import ExecutorOptions
+    from layerscale.study.design.grid import StudySpec
     from layerscale.study.study import run_study
     base, engine = json.loads(sys.argv[1]), sys.argv[2]
     options = ExecutorOptions("submitit", submitit_cluster="local") if engine == "submitit" else ExecutorOptions()
@@ -44,7 +44,7 @@ def _env():
 
 def _workers(run_dir: Path) -> list[int]:
     """Pids of live (not zombie) worker processes training ``run_dir``."""
-    return live_processes("layerscale.study.worker", str(run_dir))
+    return live_processes("layerscale.study.run.worker", str(run_dir))
 
 
 def _start_study(out: Path, engine: str) -> subprocess.Popen:

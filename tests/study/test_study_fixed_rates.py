@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from layerscale.study.grid import StudySpec
+from layerscale.study.design.grid import StudySpec
 from study_helpers import TINY_BASE
 
 RATES = (("prenorm", 1, 1e-3), ("layerscale", 1, 3e-3), ("prenorm", 2, 1e-3), ("layerscale", 2, 3e-3))
@@ -22,7 +22,7 @@ def test_a_fixed_design_round_trips_and_its_final_runs_use_each_cells_rate(tmp_p
     spec = _spec()
     again = StudySpec.from_dict(json.loads(json.dumps(spec.to_dict())))
     assert again == spec and again.fixed_rate("layerscale", 2) == 3e-3
-    from layerscale.study.rate_search import tune_study
+    from layerscale.study.run.rate_search import tune_study
 
     outcome = tune_study(spec, tmp_path, 8, True, pool=None)  # nothing to train: the pool is never called
     finals = spec.final_runs(tmp_path, outcome.chosen)

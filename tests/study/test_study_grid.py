@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.study.grid import StudySpec
+from layerscale.study.design.grid import StudySpec
 from study_helpers import TINY_BASE
 
 
@@ -106,7 +106,7 @@ def test_primary_seeds_add_seeds_to_the_primary_cells_only(tmp_path):
 def test_reuse_copies_only_ended_runs_whose_config_is_the_designs(tmp_path):
     import yaml
 
-    from layerscale.study.reuse import reuse_finished_runs
+    from layerscale.study.run.reuse import reuse_finished_runs
     from layerscale.train.config import TrainConfig
 
     spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3), tuning="grid")
@@ -130,8 +130,8 @@ def test_reuse_copies_only_ended_runs_whose_config_is_the_designs(tmp_path):
 
 
 def test_the_summary_names_the_primary_cells_extra_seeds():
-    from layerscale.study.results import Metric
-    from layerscale.study.summary import plain_paragraph, study_cost, study_markdown
+    from layerscale.study.report.results import Metric
+    from layerscale.study.report.summary import plain_paragraph, study_cost, study_markdown
 
     spec = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1, 2), TINY_BASE, primary=("layerscale@4",),
                      primary_seeds=5)

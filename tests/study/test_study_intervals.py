@@ -3,9 +3,9 @@ import statistics
 
 import pytest
 
-from layerscale.study.intervals import (mean_interval, p_value, paired_interval, t_quantile, t_sf, welch_interval,
+from layerscale.stats.intervals import (mean_interval, p_value, paired_interval, t_quantile, t_sf, welch_interval,
                                        within_range)
-from layerscale.study.results import verdict
+from layerscale.study.report.results import verdict
 
 # Student's t 0.975 quantiles from printed tables (e.g. NIST/SEMATECH e-Handbook, Table 1.3.6.7.2).
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 10: 2.228, 30: 2.042, 120: 1.980}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from layerscale.cli import main
-from layerscale.study.grid import StudySpec
-from layerscale.study.plan import PLAN_FILE, read_plan
+from layerscale.study.design.grid import StudySpec
+from layerscale.study.design.plan import PLAN_FILE, read_plan
 from layerscale.study.study import run_study
 from layerscale.train import data_setup
 from study_helpers import TINY_BASE, write_fake_run

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.study.presets import PRESETS, get_preset
+from layerscale.study.design.presets import PRESETS, get_preset
 from layerscale.train.config import TrainConfig
 
 

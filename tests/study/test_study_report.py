@@ -17,16 +17,16 @@ import pytest
 
 from layerscale.diagnostics.plots import figure_scale_heatmaps
 from layerscale.diagnostics.run_data import RunData
-from layerscale.study.figures import figure_depth_curves, plot_lr_sensitivity, plot_metric_vs_depth
-from layerscale.study.grid import StudySpec
-from layerscale.study.markdown_html import markdown_to_html, split_title
-from layerscale.study.report import headline_path, write_study_report
-from layerscale.study.intervals import welch_interval
-from layerscale.study.results import Metric, cell_results, collect_run
-from layerscale.study.rate_search import TuningOutcome
+from layerscale.study.report.figures import figure_depth_curves, plot_lr_sensitivity, plot_metric_vs_depth
+from layerscale.study.design.grid import StudySpec
+from layerscale.study.report.markdown_html import markdown_to_html, split_title
+from layerscale.study.report.html_report import headline_path, write_study_report
+from layerscale.stats.intervals import welch_interval
+from layerscale.study.report.results import Metric, cell_results, collect_run
+from layerscale.study.run.rate_search import TuningOutcome
 from layerscale.study.study import StudyPlan, summarize
-from layerscale.study.summary import study_cost, study_markdown
-from layerscale.study.tuning import RungResult, choose_rate
+from layerscale.study.report.summary import study_cost, study_markdown
+from layerscale.study.run.tuning import RungResult, choose_rate
 from study_helpers import TINY_BASE
 
 pytest.importorskip("matplotlib")
@@ -301,7 +301,7 @@ def _axis_marks(ax) -> list[float]:
 def test_diverged_rates_and_cells_are_marked_on_the_axis(tmp_path):
     from matplotlib.colors import to_hex
 
-    from layerscale.study.figures import method_colors
+    from layerscale.study.report.figures import method_colors
 
     diverged = {f"rezero-d8-lr0.001-s{s}" for s in range(3)}
     spec, plan, results, cells, rungs, _ = make_study(tmp_path, diverged=diverged)
@@ -360,8 +360,8 @@ def test_markdown_is_rendered_and_escaped():
 
 
 def test_headline_axis_stays_within_the_metric_range_when_an_interval_reaches_past_it():
-    from layerscale.study.intervals import mean_interval
-    from layerscale.study.results import CellResult
+    from layerscale.stats.intervals import mean_interval
+    from layerscale.study.report.results import CellResult
 
     spec = StudySpec(("prenorm", "layerscale"), (6, 24), (0, 1), TINY_BASE)
     wide = mean_interval([0.0, 50.0, 100.0])  # three seeds: t = 4.3, the interval spans about ±124 points
@@ -388,7 +388,7 @@ def test_without_a_validation_split_the_report_says_evaluation_is_on_the_test_sp
 
 
 def test_report_only_renders_a_study_whose_tuning_has_not_finished(tmp_path):
-    from layerscale.study.grid import StudySpec
+    from layerscale.study.design.grid import StudySpec
     from layerscale.study.study import run_study
     from study_helpers import TINY_BASE
 
@@ -400,8 +400,8 @@ def test_report_only_renders_a_study_whose_tuning_has_not_finished(tmp_path):
 
 
 def test_cells_still_at_the_edge_of_the_rates_they_tried_are_named():
-    from layerscale.study.summary import grid_edge_sentence
-    from layerscale.study.tuning import RateChoice
+    from layerscale.study.report.summary import grid_edge_sentence
+    from layerscale.study.run.tuning import RateChoice
 
     spec = StudySpec(("prenorm", "rezero", "dyt"), (2, 4), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=LRS)
     grid = tuple(LRS)
@@ -431,7 +431,7 @@ def test_cells_still_at_the_edge_of_the_rates_they_tried_are_named():
 def test_the_multiplicity_sentence_counts_what_has_a_p_value(families, expected):
     from types import SimpleNamespace
 
-    from layerscale.study.summary import multiplicity_sentence
+    from layerscale.study.report.summary import multiplicity_sentence
 
     compared = [SimpleNamespace(p_raw=0.01, family=f) for f in families]
     waiting = SimpleNamespace(p_raw=None, family="primary")  # fewer than 3 seeds: not counted

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from layerscale.study.grid import StudySpec
-from layerscale.study.intervals import mean_interval
-from layerscale.study.results import Metric, cell_results, collect_run, results_rows, verdict, write_tables
+from layerscale.study.design.grid import StudySpec
+from layerscale.stats.intervals import mean_interval
+from layerscale.study.report.results import Metric, cell_results, collect_run, results_rows, verdict, write_tables
 from study_helpers import TINY_BASE, write_fake_run
 
 ACCURACY = Metric.for_language_model(False)

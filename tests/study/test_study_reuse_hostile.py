@@ -9,8 +9,8 @@ import pytest
 import torch
 import yaml
 
-from layerscale.study.grid import StudySpec
-from layerscale.study.reuse import reuse_finished_runs
+from layerscale.study.design.grid import StudySpec
+from layerscale.study.run.reuse import reuse_finished_runs
 from layerscale.train.config import TrainConfig
 from layerscale.train.test_outcomes import write_test_outcomes
 from study_helpers import TINY_BASE
@@ -91,7 +91,7 @@ def test_runs_folder_that_is_a_link_is_refused(tmp_path):
 
 
 def test_a_record_over_the_size_bound_is_refused_before_reading(tmp_path, monkeypatch):
-    import layerscale.study.reuse as reuse
+    import layerscale.study.run.reuse as reuse
 
     old_dir = _old_run(tmp_path / "old", 0)
     monkeypatch.setattr(reuse, "MAX_RECORD_BYTES", 100)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from layerscale.models import create_model
-from layerscale.study.shapes import ShapeRow, choose_shapes, count_parameters
+from layerscale.study.design.shapes import ShapeRow, choose_shapes, count_parameters
 
 VIT = dict(img_size=16, patch_size=4, num_classes=10, num_heads=4, mlp_ratio=2.0)
 

@@ -9,9 +9,9 @@ import json
 import pytest
 from study_helpers import TINY_BASE
 
-import layerscale.study.executor as executor
+import layerscale.study.run.executor as executor
 from layerscale.cli import main
-from layerscale.study.grid import RunSpec, StudySpec
+from layerscale.study.design.grid import RunSpec, StudySpec
 from layerscale.study.study import run_study
 
 
@@ -128,7 +128,7 @@ def test_a_bad_window_is_one_line_and_exit_2(tmp_path, capsys, window, message):
 
 
 def test_a_window_is_refused_for_an_engine_that_submits_every_run_at_once(tmp_path):
-    from layerscale.study.executors import ExecutorOptions, make_pool
+    from layerscale.study.run.executors import ExecutorOptions, make_pool
 
     with pytest.raises(ValueError, match="--start-window applies to the local executor"):
         make_pool(ExecutorOptions(engine="ray"), tmp_path, jobs=1, threads=1, start_by=1.0)

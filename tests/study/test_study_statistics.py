@@ -6,13 +6,13 @@ import statistics
 import pytest
 import torch
 
-from layerscale.study.contrasts import DEPTH_GAIN, INTERACTION, depth_contrasts
-from layerscale.study.grid import StudySpec
-from layerscale.study.intervals import mean_interval, paired_interval, t_quantile
-from layerscale.study.multiplicity import adjust, benjamini_hochberg, holm
-from layerscale.study.results import CellResult
-from layerscale.study.sampling_noise import bootstrap_interval, two_level_bootstrap
-from layerscale.study.verdicts import EXPLORATORY, PRIMARY, assign_families
+from layerscale.study.report.contrasts import DEPTH_GAIN, INTERACTION, depth_contrasts
+from layerscale.study.design.grid import StudySpec
+from layerscale.stats.intervals import mean_interval, paired_interval, t_quantile
+from layerscale.stats.multiplicity import adjust, benjamini_hochberg, holm
+from layerscale.study.report.results import CellResult
+from layerscale.stats.sampling_noise import bootstrap_interval, two_level_bootstrap
+from layerscale.study.report.verdicts import EXPLORATORY, PRIMARY, assign_families
 from study_helpers import TINY_BASE
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2]
@@ -96,7 +96,7 @@ def test_an_interaction_can_be_named_primary():
 
 
 def test_two_level_bootstrap_variance_matches_the_hand_computation():
-    """Var* = (Var_s(m_s) + mean_s(v_s) / N) / S with divisors S and N (see layerscale.study.sampling_noise)."""
+    """Var* = (Var_s(m_s) + mean_s(v_s) / N) / S with divisors S and N (see layerscale.stats.sampling_noise)."""
     outcomes = [[1, 0, 1, 1], [0, 0, 1, 0], [1, 1, 1, 0]]
     means = [statistics.fmean(row) for row in outcomes]
     within = [statistics.pvariance(row) for row in outcomes]

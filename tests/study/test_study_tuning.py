@@ -2,9 +2,9 @@ import math
 
 import pytest
 
-from layerscale.study.grid import StudySpec
-from layerscale.study.rate_search import tune_study
-from layerscale.study.tuning import choose_rate, extension_rate, rung_steps, run_score, select
+from layerscale.study.design.grid import StudySpec
+from layerscale.study.run.rate_search import tune_study
+from layerscale.study.run.tuning import choose_rate, extension_rate, rung_steps, run_score, select
 from study_helpers import TINY_BASE, write_fake_run
 
 

@@ -5,7 +5,7 @@ import json
 import os
 
 import layerscale.train.runner as runner
-from layerscale.study.worker import STATUS_FILE, main, read_status
+from layerscale.study.run.worker import STATUS_FILE, main, read_status
 from layerscale.train import NonFiniteError
 
 

@@ -34,7 +34,7 @@ def _float_list(text: str) -> list[float]:
 
 def _duration(text: str) -> float:
     """An argparse ``type`` for ``--start-window``: seconds, from minutes or ``[D-]HH:MM:SS`` (``sbatch --time``)."""
-    from .executors import parse_slurm_time
+    from .run.executors import parse_slurm_time
 
     try:
         return parse_slurm_time(text, "--start-window") * 60.0
@@ -43,7 +43,7 @@ def _duration(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .presets import PRESETS
+    from .design.presets import PRESETS
 
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="base config and design to start from (default: fashion); every option below "
@@ -118,7 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "written as they stand, the rest stay pending for the same command (local executor; "
                              "for a session or an allocation that ends at a known time)")
     parser.add_argument("--no-report", action="store_true", help="write the tables only, not the HTML report")
-    from .executors.cli_args import add_executor_arguments
+    from .run.executors.cli_args import add_executor_arguments
 
     add_executor_arguments(parser)  # --executor local|submitit|ray, per-run resources, --dry-run
     parser.add_argument("--analyze", action="store_true",
@@ -132,7 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimate", action="store_true",
                         help="train and write nothing: time a few steps of every cell's model on this machine and "
                              "print how long the study's remaining runs will take (an upper bound)")
-    # -- packed run folders (layerscale.study.archive) ------------------------------------------------------
+    # -- packed run folders (layerscale.study.run.archive) ------------------------------------------------------
     parser.add_argument("--pack", action="store_true",
                         help="train nothing: pack the study's runs/ (records, configs, statuses; no checkpoints) "
                              "into runs.tar.xz beside it; --report-only reads that archive when runs/ is absent")
@@ -145,7 +145,7 @@ def build_spec(args: argparse.Namespace):
     from dataclasses import replace
 
     from ..train.config_file import apply_overrides
-    from .presets import get_preset
+    from .design.presets import get_preset
 
     preset = get_preset(args.preset or DEFAULT_PRESET)
     shortcuts = []
@@ -203,7 +203,7 @@ def continues_saved_design(args: argparse.Namespace, study_dir: Path) -> bool:
     """Whether the command continues the study ``study_dir`` already holds, as its ``study.json`` records it: no
     ``--preset`` and no design option given, and the folder holds a study. (With any of them the design is the
     command line's, and a folder holding a different study is refused.)"""
-    from .grid import SPEC_FILE
+    from .design.grid import SPEC_FILE
 
     return args.preset is None and _design_untouched(args) and (Path(study_dir) / SPEC_FILE).is_file()
 
@@ -212,7 +212,7 @@ def saved_spec(study_dir: Path):
     """The design a study folder records in ``study.json`` (``ValueError`` naming the file when it has none)."""
     import json
 
-    from .grid import SPEC_FILE, StudySpec
+    from .design.grid import SPEC_FILE, StudySpec
 
     path = study_dir / SPEC_FILE
     try:
@@ -229,7 +229,7 @@ def _shapes(base: dict, methods, depths: list[int], budget: int | None, referenc
     """``(method, depth, width)`` for every cell at one parameter budget (widths from the data-filled model)."""
     from ..train.config import TrainConfig
     from ..train.data_setup import load_train_data
-    from .shapes import choose_shapes, count_parameters
+    from .design.shapes import choose_shapes, count_parameters
 
     try:
         ref_depth, ref_width = (int(v) for v in reference.split(":"))
@@ -252,8 +252,8 @@ def run(args: argparse.Namespace) -> int:
     from .study import run_study
 
     out = Path(args.out or f"runs/study-{args.preset or DEFAULT_PRESET}")
-    # -- packed run folders (layerscale.study.archive) ------------------------------------------------------
-    from .archive import pack_runs, refuse_packed, refuse_without_records, unpack_runs
+    # -- packed run folders (layerscale.study.run.archive) ------------------------------------------------------
+    from .run.archive import pack_runs, refuse_packed, refuse_without_records, unpack_runs
 
     if args.pack or args.unpack:
         if args.pack and args.unpack:
@@ -269,19 +269,19 @@ def run(args: argparse.Namespace) -> int:
         spec = saved_spec(out)
     elif continues_saved_design(args, out):
         spec = saved_spec(out)
-        from .grid import SPEC_FILE
+        from .design.grid import SPEC_FILE
 
         print(f"continuing the study recorded in {out / SPEC_FILE}", flush=True)
     else:
         spec = build_spec(args)
-    from .executors.cli_args import dry_run, executor_options
+    from .run.executors.cli_args import dry_run, executor_options
 
     executor = executor_options(args, out)
     if args.dry_run:
         print(dry_run(spec, out, executor, args.jobs, args.threads))
         return 0
     if args.estimate:
-        from .estimate import estimate_study
+        from .run.estimate import estimate_study
 
         print(estimate_study(spec, out, args.jobs, args.threads))
         return 0
@@ -290,12 +290,12 @@ def run(args: argparse.Namespace) -> int:
                          train=not args.report_only, analyze=args.analyze, executor=executor,
                          reuse_from=args.reuse_from, start_window=args.start_window)
 
-    from .archive import is_packed
+    from .run.archive import is_packed
 
     if args.report_only and is_packed(out):  # rebuilt from runs.tar.xz in a temporary copy, then copied back
         from dataclasses import replace
 
-        from .archive import relocated, report_from_archive
+        from .run.archive import relocated, report_from_archive
 
         if args.analyze:
             raise ValueError("--analyze with a packed study: the analysis needs the checkpoints, which the archive "

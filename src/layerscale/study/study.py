@@ -4,10 +4,10 @@ Order is the contract:
 
 1. **Check everything before writing anything.** Every run's config is validated, the data is loaded once and
    every (method, depth) model is built on the meta device for it: a bad study is one ``ValueError`` and no
-   study folder. The plan this finds is recorded in ``plan.json`` (:mod:`layerscale.study.plan`), so that tables
+   study folder. The plan this finds is recorded in ``plan.json`` (:mod:`layerscale.study.design.plan`), so that tables
    and report rebuild (``train=False``) without the data.
 2. **Tune** (when ``lrs`` has more than one rate): successive halving over the tuning runs
-   (:mod:`layerscale.study.tuning`), scored on the validation split; the choice per cell goes to ``tuning.json``.
+   (:mod:`layerscale.study.run.tuning`), scored on the validation split; the choice per cell goes to ``tuning.json``.
 3. **Final runs**: every seed at the tuned rate and at the shared rate, to the full budget; each reads the test
    split once, when it ends.
 4. **Tables and report** from the run directories alone (so they can be rebuilt anywhere the folder is copied).
@@ -24,18 +24,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
-from .archive import refuse_packed
-from .executor import RunFailure, resolve_parallelism, window_open
-from .executors import ExecutorOptions, make_pool, resolve_options
-from .grid import SPEC_FILE, StudySpec
-from .results import CellResult, RunResult, cell_results, collect_run, write_tables
-from .summary import study_cost, study_markdown
-from .verdicts import assign_families
-from .contrasts import Contrast, depth_contrasts
-from .plan import StudyPlan, plan_study, resolve_plan, write_plan
-from .primary_bootstrap import with_bootstrap
-from .rate_search import TuningOutcome, tune_study
-from .tuning import RungResult
+from .run.archive import refuse_packed
+from .run.executor import RunFailure, resolve_parallelism, window_open
+from .run.executors import ExecutorOptions, make_pool, resolve_options
+from .design.grid import SPEC_FILE, StudySpec
+from .report.results import CellResult, RunResult, cell_results, collect_run, write_tables
+from .report.summary import study_cost, study_markdown
+from .report.verdicts import assign_families
+from .report.contrasts import Contrast, depth_contrasts
+from .design.plan import StudyPlan, plan_study, resolve_plan, write_plan
+from .report.primary_bootstrap import with_bootstrap
+from .run.rate_search import TuningOutcome, tune_study
+from .run.tuning import RungResult
 
 __all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study", "summarize"]
 
@@ -58,7 +58,7 @@ def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
     ``diagnostics.every`` when it already does, else :func:`diagnostics_every` of the run length. Only the runs'
     configs change; ``study.json`` keeps the design as given."""
     from ..train.config import DiagnosticsConfig
-    from .diagnostics_interval import diagnostics_every
+    from .design.diagnostics_interval import diagnostics_every
 
     section = spec.base.get("diagnostics") or {}
     every = min(int(section.get("every", DiagnosticsConfig.every)), diagnostics_every(total_steps))
@@ -89,7 +89,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
     failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables and report of what
     the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
-    runs execute (:mod:`layerscale.study.executors`; default: as saved in ``study.json``, else the local pool);
+    runs execute (:mod:`layerscale.study.run.executors`; default: as saved in ``study.json``, else the local pool);
     saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it).
     ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`).
     ``start_window``: seconds from now during which runs may start (local executor): after it none starts, those
@@ -112,7 +112,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     write_plan(study_dir, plan)
     spec = _with_enough_diagnostics(spec, plan.total_steps)
     if reuse_from is not None and train:
-        from .reuse import reuse_finished_runs
+        from .run.reuse import reuse_finished_runs
 
         reuse_finished_runs(spec, study_dir, Path(reuse_from), log=log)
 
@@ -128,14 +128,14 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     results = [collect_run(r, plan.metric, spec.target) for r in [*tuning.tune_runs, *finals]]
     cells, contrasts, markdown = summarize(spec, plan, results, finals, tuning)
     if analyze:
-        from .depth_use import analyze_final_runs, effective_depth_markdown
+        from .report.depth_use import analyze_final_runs, effective_depth_markdown
 
         markdown += "\n" + effective_depth_markdown(spec, analyze_final_runs(spec, finals, results, chosen, log=log))
     paths = write_tables(study_dir, results, cells, plan.metric, markdown, contrasts)
     if report:
-        from .report import write_study_report
+        from .report.html_report import write_study_report
 
-        from .report import headline_path
+        from .report.html_report import headline_path
 
         paths["report"] = write_study_report(study_dir, spec, plan, results, cells, rungs, markdown)
         paths["headline"] = headline_path(study_dir, plan.metric)

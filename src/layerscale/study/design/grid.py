@@ -9,7 +9,7 @@ Two kinds of run:
 
 - **tuning runs** (``runs/tune/<method>-d<depth>-lr<lr>-s<tune_seed>``): every learning rate of ``lrs`` for every
   (method, depth), with the tuning seed, evaluated on the validation split only (``run.evaluate_test: false``);
-  successive halving pauses and continues them (:mod:`layerscale.study.tuning`);
+  successive halving pauses and continues them (:mod:`layerscale.study.run.tuning`);
 - **final runs** (``runs/<method>-d<depth>-lr<lr>-s<seed>``): every seed at the tuned learning rate of the cell
   and at the shared learning rate, trained to the full budget (or early stopping) and evaluated once on the
   test split. A cell whose tuned rate is the shared one shares its final runs between both tables.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..suggest import did_you_mean
+from ...suggest import did_you_mean
 
 __all__ = ["StudySpec", "RunSpec", "SPEC_FILE", "RUNS_DIR", "TUNE_DIR", "TUNING_MODES", "LEGACY_DESIGN", "format_lr"]
 
@@ -33,7 +33,7 @@ RUNS_DIR = "runs"
 TUNE_DIR = "tune"
 
 
-#: the rate-selection modes (:mod:`layerscale.study.tuning`); ``fixed``: each cell's rate is part of the design
+#: the rate-selection modes (:mod:`layerscale.study.run.tuning`); ``fixed``: each cell's rate is part of the design
 #: (``fixed_rates``), as in a confirmatory study that re-runs another study's chosen rates on fresh seeds
 TUNING_MODES = ("halving", "grid", "fixed")
 
@@ -102,7 +102,7 @@ class StudySpec:
     target: float | None = None
     shared_table: bool = True
     #: DepthBench-style shape sweep: ``(method, depth, width)`` for every cell, chosen so that every cell has the
-    #: same parameter budget (:func:`layerscale.study.shapes.choose_shapes`); empty: every cell at the base width
+    #: same parameter budget (:func:`layerscale.study.design.shapes.choose_shapes`); empty: every cell at the base width
     shapes: tuple[tuple[str, int, int], ...] = ()
     #: how a cell's rate is chosen: ``halving`` (successive halving, ``tune_seeds`` seeds from ``min_budget``) or
     #: ``grid`` (every rate × every reported seed at the full budget, chosen by mean validation score)
@@ -125,7 +125,7 @@ class StudySpec:
     fixed_rates: tuple[tuple[str, int, float], ...] = ()
 
     def __post_init__(self) -> None:
-        from ..residual.registry import list_residuals  # here: the CLI builds presets without importing models
+        from ...residual.registry import list_residuals  # here: the CLI builds presets without importing models
 
         known = list_residuals()
         if not self.methods:

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomic_io import write_json_atomic
+from ...atomic_io import write_json_atomic
 from .grid import StudySpec
-from .results import Metric
+from .metric import Metric
 
 __all__ = ["PLAN_FILE", "StudyPlan", "plan_study", "read_plan", "resolve_plan", "write_plan"]
 
@@ -49,7 +49,7 @@ class StudyPlan:
 
 def _checked_configs(spec: StudySpec, study_dir: Path) -> dict:
     """Every cell's tuning and final config, validated (no data read): ``{(method, depth, kind): TrainConfig}``."""
-    from ..train.config import TrainConfig
+    from ...train.config import TrainConfig
 
     spec.check_compatible(study_dir)
     configs = {}
@@ -68,9 +68,9 @@ def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
     """Validate every run of the study without writing anything; raises ``ValueError`` naming the first problem."""
     import torch
 
-    from ..models.registry import create_model
-    from ..train.budget import planned_total_steps, steps_per_epoch
-    from ..train.data_setup import is_language_model, load_train_data
+    from ...models.registry import create_model
+    from ...train.budget import planned_total_steps, steps_per_epoch
+    from ...train.data_setup import is_language_model, load_train_data
 
     configs = _checked_configs(spec, study_dir)
     first = next(iter(configs.values()))

@@ -1,6 +1,6 @@
 """Named studies: the demo, the Fashion-MNIST depth study, the language-model depth study and the 1,000-block run.
 
-Each preset is a :class:`~layerscale.study.grid.StudySpec`: a base training config (``docs/training.md``) and the
+Each preset is a :class:`~layerscale.study.design.grid.StudySpec`: a base training config (``docs/training.md``) and the
 study's design. The designs below were fixed before their studies were run (``docs/results/*/DESIGN.md`` records
 each one with its date); budgets are sized to the machine they were run on (2 CPU cores) and to the rule stated
 there, never adjusted after seeing which method wins.

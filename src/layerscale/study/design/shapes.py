@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..models.registry import create_model
+from ...models.registry import create_model
 
 __all__ = ["ShapeRow", "choose_shapes", "count_parameters"]
 
@@ -81,7 +81,7 @@ def choose_shapes(model: str, base: Mapping[str, Any], depths: Sequence[int], *,
     or when some depth's nearest count is off by more than the tolerance (naming the depth, the nearest widths
     and their counts).
     """
-    from ..models.registry import model_defaults
+    from ...models.registry import model_defaults
 
     config = dict(base)
     for key in ("depth", "embed_dim"):

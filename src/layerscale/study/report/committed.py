@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .contrasts import INTERACTION
-from .csv_rows import read_rows
+from ..run.csv_rows import read_rows
 from .formatting import format_interval, format_p
 from .results import Metric
 from .results_table import read_results

@@ -1,7 +1,7 @@
 """Across-depth comparisons: each method's depth gain, and its interaction with the reference's.
 
 Two depths are two models, so seeds do not pair them: every across-depth comparison is Welch's interval of the
-difference of two cells (Welch–Satterthwaite degrees of freedom, :func:`layerscale.study.intervals.welch_interval`)
+difference of two cells (Welch–Satterthwaite degrees of freedom, :func:`layerscale.stats.intervals.welch_interval`)
 — one method for every study.
 
 - **Depth gain** of method ``m`` from depth ``a`` to a deeper ``b``: ``ȳ_m(b) − ȳ_m(a)`` over the cells' test
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .grid import StudySpec
-from .intervals import Interval, welch_interval
+from ..design.grid import StudySpec
+from ...stats.intervals import Interval, welch_interval
 
 __all__ = ["Contrast", "depth_contrasts", "DEPTH_GAIN", "INTERACTION"]
 
@@ -29,7 +29,7 @@ DEPTH_GAIN, INTERACTION = "depth_gain", "interaction"
 @dataclass(frozen=True)
 class Contrast:
     """One across-depth comparison of ``method`` (``kind``: depth gain or interaction) from ``depth_from`` to
-    ``depth`` in ``table``, with its Welch interval, and (set by :mod:`layerscale.study.verdicts`) its family and
+    ``depth`` in ``table``, with its Welch interval, and (set by :mod:`layerscale.study.report.verdicts`) its family and
     raw and adjusted p-values."""
 
     kind: str

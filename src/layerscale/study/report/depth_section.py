@@ -1,11 +1,11 @@
 """The study's "Depth use" section: each method's depth gain (exploratory) and the depth-use interaction with the
-reference, the only table a sentence about depth use may cite (:mod:`layerscale.study.contrasts`)."""
+reference, the only table a sentence about depth use may cite (:mod:`layerscale.study.report.contrasts`)."""
 
 from __future__ import annotations
 
 from .contrasts import DEPTH_GAIN, INTERACTION, Contrast
 from .formatting import format_interval, format_p
-from .grid import StudySpec, format_lr
+from ..design.grid import StudySpec, format_lr
 from .results import Metric
 from .verdicts import PRIMARY, verdict
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grid import RunSpec, StudySpec
-from .intervals import Interval, mean_interval
+from ..design.grid import RunSpec, StudySpec
+from ...stats.intervals import Interval, mean_interval
 from .results import RunResult
 from .formatting import format_interval
 
@@ -33,7 +33,7 @@ class EffectiveDepth:
 
 
 def _analysis_of(run_dir: Path):
-    from ..analysis import DepthAnalysis, analyze_run
+    from ...analysis import DepthAnalysis, analyze_run
 
     saved = run_dir / ANALYSIS_DIR / "analysis.json"
     if saved.is_file():
@@ -49,7 +49,7 @@ def _analysis_of(run_dir: Path):
 def analyze_final_runs(spec: StudySpec, finals: list[RunSpec], results: list[RunResult],
                        chosen: dict[tuple[str, int], float | None], log=print) -> list[EffectiveDepth]:
     """Analyse every finished final run at its cell's tuned rate; one :class:`EffectiveDepth` per cell."""
-    from ..analysis import effective_depth
+    from ...analysis import effective_depth
 
     status = {(r.method, r.depth, r.lr, r.seed): r.status for r in results if r.kind == "final"}
     by_cell: dict[tuple[str, int], list[int]] = {cell: [] for cell in spec.cells()}

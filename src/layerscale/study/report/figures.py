@@ -11,11 +11,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..diagnostics.plots import new_figure, run_colors
-from ..diagnostics.run_data import RunData
-from .grid import StudySpec, format_lr
+from ...diagnostics.plots import new_figure, run_colors
+from ...diagnostics.run_data import RunData
+from ..design.grid import StudySpec, format_lr
 from .results import CellResult, Metric
-from .tuning import RungResult
+from ..run.tuning import RungResult
 
 __all__ = ["method_colors", "table_title", "plot_metric_vs_depth", "plot_lr_sensitivity", "figure_depth_curves",
            "validation_label", "score_to_display"]
@@ -137,7 +137,7 @@ def validation_label(metric: Metric) -> str:
 
 
 def score_to_display(score: float, metric: Metric) -> float | None:
-    """A tuning score (:func:`layerscale.study.tuning.run_score`: accuracy as a fraction, or minus the loss in
+    """A tuning score (:func:`layerscale.study.run.tuning.run_score`: accuracy as a fraction, or minus the loss in
     nats, larger is better) in the report's units: accuracy in %, or bits per byte; ``None`` when diverged."""
     if not math.isfinite(score):
         return None

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from .grid import StudySpec
-from .intervals import Interval
+from ..design.grid import StudySpec
+from ...stats.intervals import Interval
 
 __all__ = ["format_interval", "format_p", "wide_table", "TRUNCATION_NOTE"]
 

@@ -5,7 +5,7 @@ and can I see every run behind them.
    also written beside the report as ``accuracy_vs_depth.png`` (``bits_per_byte_vs_depth.png`` for language
    models).
 2. **Learning-rate sensitivity**: the validation score of every rate at the first rung of tuning, per depth.
-3. **The tables and the sentences** of ``results.md``, rendered (:mod:`layerscale.study.markdown_html`).
+3. **The tables and the sentences** of ``results.md``, rendered (:mod:`layerscale.study.report.markdown_html`).
 4. **Every final run**: per depth, one row per method with the training and validation curves of all its seeds.
 5. **γ / α heatmaps** of the final runs (first seed of each method), per depth, from step 0, with a note on every
    method or step without a learnable scale.
@@ -26,20 +26,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..atomic_io import write_bytes_atomic
-from ..diagnostics import plots
-from ..diagnostics.report import ReportSection, write_html_document
-from ..diagnostics.run_data import RunData
-from ..train.metrics_log import METRICS_FILE, read_metrics
+from ...atomic_io import write_bytes_atomic
+from ...diagnostics import plots
+from ...diagnostics.report import ReportSection, write_html_document
+from ...diagnostics.run_data import RunData
+from ...train.metrics_log import METRICS_FILE, read_metrics
 from .figures import (figure_depth_curves, plot_lr_sensitivity, plot_metric_vs_depth, table_title,
                       validation_label)
-from .grid import StudySpec, format_lr
+from ..design.grid import StudySpec, format_lr
 from .markdown_html import markdown_to_html, split_title
 from .results import CellResult, RunResult
-from .tuning import RungResult
+from ..run.tuning import RungResult
 
 if TYPE_CHECKING:  # study.py imports this module when it writes the report
-    from .study import StudyPlan
+    from ..design.plan import StudyPlan
 
 __all__ = ["write_study_report", "headline_path", "REPORT_FILE"]
 

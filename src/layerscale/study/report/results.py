@@ -4,7 +4,7 @@ Per run (``runs.csv``): status, the test metric (one evaluation of the test spli
 validation metric (last and best), steps trained, whether early stopping ended it, the first step whose validation
 metric reached the target, and training seconds. Per cell (``results.csv``): the mean of the test metric over seeds
 with its 95 % t-interval, and the paired difference against the reference method at the same depth (seed by
-seed, same table) with its interval (:mod:`layerscale.study.intervals`). Two tables: ``tuned`` (each cell at its
+seed, same table) with its interval (:mod:`layerscale.stats.intervals`). Two tables: ``tuned`` (each cell at its
 own tuned learning rate) and ``shared`` (every cell at the study's one learning rate).
 
 The test metric is accuracy in % for classifiers and bits per byte (test loss / ln 2; the GPT is byte-level) for
@@ -19,60 +19,17 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..atomic_io import write_text_atomic
-from ..train.metrics_log import METRICS_FILE, read_metrics
-from .grid import RunSpec, StudySpec
+from ...atomic_io import write_text_atomic
+from ...train.metrics_log import METRICS_FILE, read_metrics
+from ..design.grid import RunSpec, StudySpec
+from ..design.metric import Metric, finite_number as _number
 from .contrasts import Contrast
-from .intervals import Interval, mean_interval, paired_interval, within_range
+from ...stats.intervals import Interval, mean_interval, paired_interval, within_range
 from .verdicts import verdict
-from .worker import read_status
+from ..run.worker import read_status
 
 __all__ = ["Metric", "RunResult", "CellResult", "collect_run", "cell_results", "results_rows", "verdict",
            "write_tables"]
-
-
-@dataclass(frozen=True)
-class Metric:
-    """How a study scores runs: ``name`` as printed, ``higher_is_better``, and whether it is a classifier's."""
-
-    name: str
-    higher_is_better: bool
-    classification: bool
-
-    @classmethod
-    def for_language_model(cls, is_lm: bool) -> Metric:
-        return cls("test bits per byte", False, False) if is_lm else cls("test accuracy (%)", True, True)
-
-    @property
-    def digits(self) -> int:
-        """Decimals the tables print: 1 for accuracy in %, 3 for bits per byte."""
-        return 1 if self.classification else 3
-
-    @property
-    def difference_unit(self) -> str:
-        """The unit of a difference between two values of the metric, as the sentences print it."""
-        return "points" if self.classification else "bits per byte"
-
-    def from_record(self, record: dict) -> float | None:
-        """The metric of one evaluation record (accuracy → %, loss → bits per byte)."""
-        key = "accuracy" if self.classification else "loss"
-        value = _number(record.get(key))
-        if value is None:
-            return None
-        return 100.0 * value if self.classification else value / math.log(2)
-
-    @property
-    def value_range(self) -> tuple[float, float]:
-        """The range of one value: [0, 100] for accuracy in %, [0, ∞) for bits per byte."""
-        return (0.0, 100.0) if self.classification else (0.0, math.inf)
-
-    @property
-    def difference_range(self) -> tuple[float, float]:
-        """The range of a difference of two values: [−100, 100] points, or unbounded bits per byte."""
-        return (-100.0, 100.0) if self.classification else (-math.inf, math.inf)
-
-    def reached(self, value: float, target: float) -> bool:
-        return value >= target if self.higher_is_better else value <= target
 
 
 @dataclass(frozen=True)
@@ -111,18 +68,10 @@ class CellResult:
     params: int | None = None    # the cell's model's parameter count
     ended: int = 0               # runs that have ended (finished or diverged): steps-to-target counts only these
     seeds: tuple[int, ...] = ()  # the seeds of test.values (and diff.values), in order
-    family: str = ""             # primary | exploratory (layerscale.study.verdicts); "" for the reference
+    family: str = ""             # primary | exploratory (layerscale.study.report.verdicts); "" for the reference
     p_raw: float | None = None   # two-sided t-test p-value of diff
     p_adj: float | None = None   # Holm (primary) or Benjamini–Hochberg (exploratory) adjusted
     bootstrap: tuple[float, float] | None = None  # two-level bootstrap interval of diff (primary family)
-
-
-def _number(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> RunResult:

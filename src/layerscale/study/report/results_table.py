@@ -1,8 +1,8 @@
 """Reading a study's ``results.csv`` back: one :class:`ResultRow` per row, its intervals as
-:class:`~layerscale.study.intervals.Interval` so that they print exactly as the study printed them
-(:func:`layerscale.study.formatting.format_interval`).
+:class:`~layerscale.stats.intervals.Interval` so that they print exactly as the study printed them
+(:func:`layerscale.study.report.formatting.format_interval`).
 
-``results.csv`` (:func:`layerscale.study.results.results_rows`) holds one row per cell of each table (``table``:
+``results.csv`` (:func:`layerscale.study.report.results.results_rows`) holds one row per cell of each table (``table``:
 ``tuned`` or ``shared``) and one per across-depth contrast (``depth_gain`` or ``interaction``, from ``depth_from``
 to ``depth``), each with its interval columns (``<name>_mean``, ``_ci_low``, ``_ci_high``, ``_n``, and for the
 test metric and the difference ``_truncated`` and ``_per_seed``), its ``family`` (``primary`` or
@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .intervals import Interval
+from ...stats.intervals import Interval
 
 __all__ = ["ResultRow", "read_results", "row_interval"]
 

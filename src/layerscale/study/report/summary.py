@@ -1,10 +1,10 @@
 """The study's Markdown: the tables a reader compares, and sentences generated from the intervals alone.
 
-Every number printed comes with its uncertainty (:mod:`layerscale.study.formatting`): a 95 % t-interval over three
+Every number printed comes with its uncertainty (:mod:`layerscale.study.report.formatting`): a 95 % t-interval over three
 or more seeds, each seed's value below that. A sentence calls a method better or worse than the reference only when
 the comparison's *adjusted* p-value is below 0.05 — Holm within the study's primary family, Benjamini–Hochberg
-within everything else (:mod:`layerscale.study.verdicts`); otherwise it says "within noise". A sentence about depth
-use cites the interaction table (:mod:`layerscale.study.depth_section`). Nothing here is hand-written about a
+within everything else (:mod:`layerscale.study.report.verdicts`); otherwise it says "within noise". A sentence about depth
+use cites the interaction table (:mod:`layerscale.study.report.depth_section`). Nothing here is hand-written about a
 particular result.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .contrasts import Contrast
 from .depth_section import depth_use_lines
 from .formatting import TRUNCATION_NOTE, format_interval, format_p, wide_table
-from .grid import StudySpec, format_lr
+from ..design.grid import StudySpec, format_lr
 from .results import CellResult, Metric, RunResult
 from .verdicts import PRIMARY, primary_key, verdict
 

@@ -5,7 +5,7 @@ reference at the deepest depth, tuned table): a few comparisons chosen before th
 the chance of any false verdict among them is at most 5 %. **Everything else** — every other method-against-
 reference cell of both tables, every depth gain and every depth-use interaction — is one exploratory family
 adjusted by Benjamini–Hochberg (at most 5 % of its "better" / "worse" verdicts expected false). Raw p-values are the
-two-sided t-tests of the intervals shown (:func:`layerscale.study.intervals.p_value`); the intervals themselves are
+two-sided t-tests of the intervals shown (:func:`layerscale.stats.intervals.p_value`); the intervals themselves are
 not adjusted, so an interval can exclude 0 while the adjusted verdict says "within noise".
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .contrasts import INTERACTION, Contrast
-from .intervals import Interval, p_value
-from .multiplicity import adjust
+from ...stats.intervals import Interval, p_value
+from ...stats.multiplicity import adjust
 
 __all__ = ["ALPHA", "PRIMARY", "EXPLORATORY", "assign_families", "verdict", "primary_key"]
 

@@ -19,7 +19,7 @@ deletes it. The contract:
   changes is what ``layerscale diagnostics`` / ``layerscale analyze`` would show of the rounded fields of an
   unpacked run (stream RMS, gradient norm, update ratio, branch ratio, ``scale_max``, per-head scales: 4
   significant digits).
-- **Metric logs are stored column-wise** (:mod:`layerscale.study.columnar_metrics`): each compacted
+- **Metric logs are stored column-wise** (:mod:`layerscale.study.run.columnar_metrics`): each compacted
   ``metrics.jsonl`` goes into the archive as ``metrics.columns.json`` (one series per block and statistic, which
   compresses better than rows: the language-model study's archive went from 11.6 to 9.5 MB) and is decoded back to
   the same bytes when the archive is read, so every reader of an extracted run reads ``metrics.jsonl`` as before. A
@@ -52,19 +52,19 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from ..atomic_io import write_bytes_atomic
-from ..diagnostics.records import COMPACT_DIGITS, compact_record
-from ..train.metrics_log import METRICS_FILE
-from ..train.run_lock import LOCK_FILE
+from ...atomic_io import write_bytes_atomic
+from ...diagnostics.records import COMPACT_DIGITS, compact_record
+from ...train.metrics_log import METRICS_FILE
+from ...train.run_lock import LOCK_FILE
 from .columnar_metrics import COLUMNS_FILE, decode_metrics, encode_metrics
 from .csv_rows import read_rows
-from .grid import RUNS_DIR
+from ..design.grid import RUNS_DIR
 
 __all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed", "refuse_packed",
            "refuse_without_records", "report_from_archive", "relocated", "compact_metrics"]
 
 ARCHIVE_FILE = "runs.tar.xz"
-_RUNS_TABLE = "runs.csv"  # the run table a study writes beside its records (layerscale.study.results)
+_RUNS_TABLE = "runs.csv"  # the run table a study writes beside its records (layerscale.study.report.results)
 _SKIPPED_DIRS = frozenset({"checkpoints", "tensorboard"})
 _SKIPPED_SUFFIXES = (".tmp", ".safetensors", ".pt", ".ckpt", LOCK_FILE)
 _PRESET = 9  # xz's largest dictionary (64 MiB): the runs of one study repeat each other's keys and structure

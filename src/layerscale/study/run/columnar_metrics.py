@@ -4,7 +4,7 @@ The per-step diagnostics records are most of a run's metric log (94 % of the byt
 run): one JSON object per logged step, each with the same keys in the same order and a value per block and branch.
 Written row by row, the compressor sees one step's 48 unlike numbers between two copies of the keys; written
 column by column, it sees one block's statistic step after step, which is what repeats. The packed archive of a
-study (:mod:`layerscale.study.archive`) therefore stores ``metrics.jsonl`` as :data:`COLUMNS_FILE`, a JSON
+study (:mod:`layerscale.study.run.archive`) therefore stores ``metrics.jsonl`` as :data:`COLUMNS_FILE`, a JSON
 document:
 
 ``{"format": "layerscale.metrics-columns", "version": 1, "groups": [...], "lines": [...]}``

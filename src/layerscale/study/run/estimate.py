@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grid import StudySpec, format_lr
+from ..design.grid import StudySpec, format_lr
 from .tuning import rung_steps
 from .worker import read_status
 
@@ -93,12 +93,12 @@ def time_cells(spec: StudySpec, study_dir: Path, threads: int, steps: int = 3) -
     ``threads`` threads (after one warm-up step), and the runs' evaluation shape."""
     import torch
 
-    from ..models.registry import create_model
-    from ..train.config import TrainConfig
-    from ..train.data_setup import load_train_data
-    from ..train.distributed import wrap_model
-    from ..train.runner import distributed_run
-    from ..train.trainer import Trainer
+    from ...models.registry import create_model
+    from ...train.config import TrainConfig
+    from ...train.data_setup import load_train_data
+    from ...train.distributed import wrap_model
+    from ...train.runner import distributed_run
+    from ...train.trainer import Trainer
 
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -266,10 +266,10 @@ def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape
 
 
 def estimate_study(spec: StudySpec, study_dir: str | Path, jobs: int | None = None, threads: int | None = None) -> str:
-    """Check the study as a run would (:func:`~layerscale.study.plan.plan_study`, nothing written), time every
+    """Check the study as a run would (:func:`~layerscale.study.design.plan.plan_study`, nothing written), time every
     cell and return :func:`estimate_text`."""
     from .executor import resolve_parallelism
-    from .plan import plan_study
+    from ..design.plan import plan_study
 
     jobs, threads = resolve_parallelism(jobs, threads)
     study_dir = Path(study_dir)

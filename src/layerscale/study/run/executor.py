@@ -19,26 +19,15 @@ import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic_io import write_json_atomic
-from .grid import RunSpec
+from ...atomic_io import write_json_atomic
+from ..design.grid import RunSpec
+from .run_failure import RunFailure, last_line
 from .worker import BOOTSTRAP, read_status
 
 __all__ = ["RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs", "resolve_parallelism",
            "run_pool", "window_open"]
-
-
-@dataclass(frozen=True)
-class RunFailure:
-    run_id: str
-    exit_code: int | None
-    log: Path
-    last_line: str
-
-    def __str__(self) -> str:
-        return f"{self.run_id} (exit {self.exit_code}): {self.last_line} [log: {self.log}]"
 
 
 def default_parallelism(cores: int | None = None) -> tuple[int, int]:
@@ -90,7 +79,7 @@ def run_pool(runs: list[RunSpec], study_dir: str | os.PathLike, *, jobs: int, th
     study_dir = Path(study_dir)
     if jobs < 1 or threads < 1:
         raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
-    from .executors.tracker import PoolTracker  # it builds on this module's RunFailure
+    from .executors.tracker import PoolTracker
 
     pending = deque(pending_runs(runs, desc, log))
     if not pending:
@@ -138,12 +127,3 @@ def _start(run: RunSpec, study_dir: Path, threads: int):
         stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
     )
     return proc, run, log_file
-
-
-def last_line(path: Path) -> str:
-    """The last non-empty line of ``path`` (``(no log)`` / ``(empty log)`` when there is none)."""
-    try:
-        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "(no log)"
-    return lines[-1] if lines else "(empty log)"

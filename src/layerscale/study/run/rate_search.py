@@ -1,4 +1,4 @@
-"""Choosing every cell's learning rate: the two modes of :mod:`layerscale.study.tuning` run over the whole grid at
+"""Choosing every cell's learning rate: the two modes of :mod:`layerscale.study.run.tuning` run over the whole grid at
 once (rung by rung, so all cells' runs share the process pool), with the grid extension at the edges, and the
 record of it all in ``tuning.json``.
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomic_io import write_json_atomic
+from ...atomic_io import write_json_atomic
 from .executor import RunFailure, is_done
-from .grid import RunSpec, StudySpec, format_lr
+from ..design.grid import RunSpec, StudySpec, format_lr
 from .tuning import (RateChoice, RungResult, choose_rate, extension_rate, mean_score, rung_steps, run_score,
                      select)
 from .worker import read_status

@@ -2,7 +2,7 @@
 
 A study's run folder keeps the run's resolved ``config.yaml``; :func:`retrain_run` trains it again into a new run
 directory (only ``run.out_dir`` changes) and :func:`retrained_metric` reads the new run's test metric the way the
-study does (:meth:`layerscale.study.results.Metric.from_record`), to report beside the committed one
+study does (:meth:`layerscale.study.report.results.Metric.from_record`), to report beside the committed one
 (:func:`committed_metric`, from ``runs.csv``). A retrain is the same recipe, not always the same floating-point
 path: on another CPU or library build the kernels round differently and a run drifts from the committed one within
 a few hundred steps, ending at a different draw of the same distribution. Callers report both numbers; they never
@@ -36,7 +36,7 @@ def _run_folder(study_dir: Path, run_id: str) -> Path:
 
 def committed_config(study_dir: str | os.PathLike, run_id: str) -> dict:
     """The resolved training config the study recorded for ``run_id`` (unpacking the study's runs if needed)."""
-    from ..train.config_file import load_config_file
+    from ...train.config_file import load_config_file
 
     return load_config_file(_run_folder(Path(study_dir), run_id) / "config.yaml")
 
@@ -65,9 +65,9 @@ def resumable(run_dir: str | os.PathLike, raw: dict) -> bool:
     checkpoint to resume from. The trainer's resume is bitwise — its checkpoint holds the model, optimizer, schedule,
     data position and RNG states, and ``metrics.jsonl`` is cut back to the checkpoint's step — so resuming such a run
     ends where an uninterrupted one would; a folder of any other config is never resumed."""
-    from ..train.checkpoint import latest_checkpoint
-    from ..train.config import TrainConfig
-    from ..train.config_file import load_config_file
+    from ...train.checkpoint import latest_checkpoint
+    from ...train.config import TrainConfig
+    from ...train.config_file import load_config_file
 
     run_dir = Path(run_dir)
     if is_finished(run_dir) or not (run_dir / "config.yaml").is_file() or latest_checkpoint(run_dir) is None:
@@ -95,10 +95,10 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
 
     import torch
 
-    from ..atomic_io import write_json_atomic
-    from ..train.nonfinite import NonFiniteError
-    from ..train.run_lock import clear_run_dir, hold_run_dir
-    from ..train.runner import run as train_run
+    from ...atomic_io import write_json_atomic
+    from ...train.nonfinite import NonFiniteError
+    from ...train.run_lock import clear_run_dir, hold_run_dir
+    from ...train.runner import run as train_run
 
     run_dir = Path(run_dir)
     with hold_run_dir(run_dir):
@@ -140,7 +140,7 @@ def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLik
 
     import torch
 
-    from ..train.runner import run as train_run
+    from ...train.runner import run as train_run
 
     out = Path(out)
     if is_finished(out):
@@ -160,8 +160,8 @@ def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLik
 
 def retrained_metric(run_dir: str | os.PathLike, classification: bool) -> float | None:
     """The test metric of a finished run directory, as the study computes it (accuracy in %, bits per byte)."""
-    from ..train.metrics_log import read_metrics
-    from .results import Metric
+    from ...train.metrics_log import read_metrics
+    from ..design.metric import Metric
 
     metric = Metric.for_language_model(not classification)
     tests = [r for r in read_metrics(Path(run_dir) / "metrics.jsonl") if r.get("split") == "test"]
@@ -170,7 +170,7 @@ def retrained_metric(run_dir: str | os.PathLike, classification: bool) -> float 
 
 def training_seconds(run_dir: str | os.PathLike) -> float | None:
     """Training seconds of a run: the ``time`` of its last training record (``None`` before the first one)."""
-    from ..train.metrics_log import read_metrics
+    from ...train.metrics_log import read_metrics
 
     path = Path(run_dir) / "metrics.jsonl"
     return _last_training_time(read_metrics(path)) if path.is_file() else None
@@ -187,8 +187,8 @@ def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     (only for a finished run), ``steps`` and ``train_s`` (as :func:`training_seconds`, from the records read once)."""
     import json
 
-    from ..train.metrics_log import read_metrics
-    from .results import Metric
+    from ...train.metrics_log import read_metrics
+    from ..design.metric import Metric
 
     run_dir = Path(run_dir)
     metric = Metric.for_language_model(not classification)

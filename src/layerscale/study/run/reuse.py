@@ -31,12 +31,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..atomic_io import write_bytes_atomic
-from ..train.metrics_log import METRICS_FILE
-from ..train.run_core import CONFIG_FILE, SUMMARY_FILE
-from ..train.test_outcomes import OUTCOMES_FILE, read_test_outcomes
-from ..untrusted_files import UntrustedFileError, parse_json, read_regular_file, regular_files
-from .grid import RUNS_DIR, RunSpec, StudySpec
+from ...atomic_io import write_bytes_atomic
+from ...train.metrics_log import METRICS_FILE
+from ...train.run_core import CONFIG_FILE, SUMMARY_FILE
+from ...train.test_outcomes import OUTCOMES_FILE, read_test_outcomes
+from ...untrusted_files import UntrustedFileError, parse_json, read_regular_file, regular_files
+from ..design.grid import RUNS_DIR, RunSpec, StudySpec
 from .worker import STATUS_FILE
 
 __all__ = ["reuse_finished_runs", "RECORDS", "MAX_RECORD_BYTES", "OUTCOME_TOLERANCE"]
@@ -54,7 +54,7 @@ class _NotReusable(Exception):
 
 
 def _normalised(config: dict) -> dict:
-    from ..train.config import TrainConfig
+    from ...train.config import TrainConfig
 
     raw = TrainConfig.from_dict(config).to_dict()
     raw.get("run", {}).pop("out_dir", None)

@@ -1,4 +1,4 @@
-"""One study run in its own process, started by :func:`layerscale.study.executor.run_pool` through
+"""One study run in its own process, started by :func:`layerscale.study.run.executor.run_pool` through
 :data:`BOOTSTRAP`.
 
 Starts the run, or resumes it from its latest checkpoint (with the config's ``run.stop_at_step``, so a paused tuning
@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..atomic_io import write_json_atomic
+from ...atomic_io import write_json_atomic
 
 STATUS_FILE = "study_status.json"
 
@@ -39,7 +39,7 @@ except (OSError, AttributeError):
     pass
 if os.getppid() != parent:
     sys.exit(f"study process {parent} is gone before this worker started")
-from layerscale.study.worker import main
+from layerscale.study.run.worker import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -55,7 +55,7 @@ def read_status(run_dir: Path) -> dict | None:
 def main(argv: list[str]) -> int:
     import torch
 
-    from ..train.run_lock import hold_run_dir
+    from ...train.run_lock import hold_run_dir
 
     parent, run_dir, config_path, threads = int(argv[0]), Path(argv[1]), Path(argv[2]), int(argv[3])
     torch.set_num_threads(threads)
@@ -69,11 +69,11 @@ def main(argv: list[str]) -> int:
 
 
 def _train(run_dir: Path, config: dict, parent: int) -> int:
-    from ..train.callbacks import Callback
-    from ..train.checkpoint import latest_checkpoint
-    from ..train.nonfinite import NonFiniteError
-    from ..train.run_lock import clear_run_dir
-    from ..train.runner import SUMMARY_FILE, run
+    from ...train.callbacks import Callback
+    from ...train.checkpoint import latest_checkpoint
+    from ...train.nonfinite import NonFiniteError
+    from ...train.run_lock import clear_run_dir
+    from ...train.runner import SUMMARY_FILE, run
 
     class StopWithParent(Callback):
         def on_step_end(self, trainer, step):

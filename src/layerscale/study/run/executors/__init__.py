@@ -40,7 +40,7 @@ def load_engine(engine: str):
 def make_pool(options: ExecutorOptions, study_dir: Path, *, jobs: int, threads: int, progress: bool = True,
               log=print, start_by: float | None = None):
     """``pool(runs, desc)``: run the pending runs of ``runs`` on ``options.engine``; returns their failures.
-    ``start_by``: the end of the local pool's start window (:mod:`layerscale.study.executor`); the cluster engines
+    ``start_by``: the end of the local pool's start window (:mod:`layerscale.study.run.executor`); the cluster engines
     submit every run at once, so a window is refused there (``ValueError``)."""
     if start_by is not None and options.engine != "local":  # refused before the engine's extra is imported
         raise ValueError(f"--start-window applies to the local executor (it stops starting runs on this machine); "

@@ -1,4 +1,4 @@
-"""The executor flags of ``layerscale study`` and ``--dry-run`` (see :mod:`layerscale.study.executors`)."""
+"""The executor flags of ``layerscale study`` and ``--dry-run`` (see :mod:`layerscale.study.run.executors`)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
 
 def executor_options(args: argparse.Namespace, study_dir: Path) -> ExecutorOptions:
     """The options the flags give, over those saved in ``study_dir/study.json``."""
-    from ..grid import SPEC_FILE
+    from ...design.grid import SPEC_FILE
 
     given = {"engine": args.executor, "slurm_partition": args.slurm_partition, "slurm_time": args.slurm_time,
              "gpus_per_run": args.gpus_per_run, "cpus_per_run": args.cpus_per_run,
@@ -48,7 +48,7 @@ def executor_options(args: argparse.Namespace, study_dir: Path) -> ExecutorOptio
 def dry_run(spec, study_dir: Path, options: ExecutorOptions, jobs: int | None, threads: int | None) -> str:
     """Validate the study as a real run would (nothing written) and describe its runs and submissions."""
     from ..executor import resolve_parallelism
-    from ..plan import plan_study
+    from ...design.plan import plan_study
     from .dry_run import describe_plan
 
     jobs, threads = resolve_parallelism(jobs, threads)

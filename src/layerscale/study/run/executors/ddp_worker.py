@@ -1,7 +1,7 @@
-"""``torchrun … -m layerscale.study.executors.ddp_worker RUN_DIR CONFIG THREADS``: one process of a multi-process
-study run (several GPUs or nodes, :func:`layerscale.study.executors.run_task.worker_command`).
+"""``torchrun … -m layerscale.study.run.executors.ddp_worker RUN_DIR CONFIG THREADS``: one process of a multi-process
+study run (several GPUs or nodes, :func:`layerscale.study.run.executors.run_task.worker_command`).
 
-It runs the same :func:`layerscale.study.worker.main` as a one-process run, with the ``torchrun`` agent that
+It runs the same :func:`layerscale.study.run.worker.main` as a one-process run, with the ``torchrun`` agent that
 started it as the parent it stops with (the agent's own death, or Slurm ending the job, stops every rank). Under
 ``torchrun`` the trainer joins the process group from the environment and rank 0 writes the run directory.
 """

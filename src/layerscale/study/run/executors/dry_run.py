@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from ..executor import is_done
-from ..grid import StudySpec, format_lr
+from ...design.grid import StudySpec, format_lr
 from ..tuning import rung_steps
 from .options import ExecutorOptions
 from .run_task import task_for, worker_command
@@ -22,7 +22,7 @@ __all__ = ["describe_plan"]
 
 def _command_text(command: list[str]) -> str:
     if len(command) > 3 and command[1] == "-c":  # the bootstrap is a script; name it instead of printing it
-        command = [command[0], "-c", "<layerscale.study.worker.BOOTSTRAP>", "<pid of the job or task>",
+        command = [command[0], "-c", "<layerscale.study.run.worker.BOOTSTRAP>", "<pid of the job or task>",
                    *command[4:]]
     return shlex.join(command).replace("'<", "<").replace(">'", ">")
 

@@ -1,8 +1,8 @@
 """Where a study's runs execute: the executor options, validated, and stored in ``study.json`` under ``"executor"``.
 
 The options say *where* and *with what resources* each run trains, never *what* it trains: every engine starts the
-same worker (:mod:`layerscale.study.worker`) on the same config, so the results do not depend on them, and
-:meth:`StudySpec.check_compatible <layerscale.study.grid.StudySpec.check_compatible>` ignores them (a study started
+same worker (:mod:`layerscale.study.run.worker`) on the same config, so the results do not depend on them, and
+:meth:`StudySpec.check_compatible <layerscale.study.design.grid.StudySpec.check_compatible>` ignores them (a study started
 on the local pool can be finished on Slurm). They are saved so that ``study.json`` alone says how the study ran;
 a rerun without executor flags reuses the saved ones (:func:`resolve_options`).
 

@@ -1,7 +1,7 @@
 """``--executor ray``: each run a Ray task asking for ``num_cpus=cpus_per_run, num_gpus=gpus_per_run``, on the Ray
 cluster at ``ray_address`` or on a Ray instance started on this machine.
 
-The task runs :func:`layerscale.study.executors.run_task.execute` — the local pool's worker (``torchrun`` inside
+The task runs :func:`layerscale.study.run.executors.run_task.execute` — the local pool's worker (``torchrun`` inside
 the task for ``gpus_per_run > 1``) — so the results are those of the local pool. Ray places the tasks by their
 resource requests; every node must see the study directory at the same path (a shared file system) and have
 ``torch-layerscale`` installed.
@@ -19,7 +19,7 @@ from pathlib import Path
 import ray
 
 from ..executor import RunFailure, pending_runs
-from ..grid import RunSpec
+from ...design.grid import RunSpec
 from .options import ExecutorOptions
 from .run_task import execute, task_for
 from .tracker import PoolTracker, last_line

@@ -6,10 +6,10 @@ run's directory and config, where its log goes, its threads and, for a multi-pro
 ``STUDY/configs/<kind>/<run_id>.json``, then starts
 
 - one process, ``python -c BOOTSTRAP <this pid> RUN_DIR CONFIG THREADS`` — exactly the worker of the local pool
-  (:data:`layerscale.study.worker.BOOTSTRAP`: it resumes from the run's latest checkpoint, writes
+  (:data:`layerscale.study.run.worker.BOOTSTRAP`: it resumes from the run's latest checkpoint, writes
   ``study_status.json``, and dies with the process that started it); or
 - with more than one GPU or node, ``python -m layerscale.train.launch`` (``torchrun``) on each node, whose processes
-  run the same :func:`layerscale.study.worker.main` (:mod:`.ddp_worker`); rank 0 writes.
+  run the same :func:`layerscale.study.run.worker.main` (:mod:`.ddp_worker`); rank 0 writes.
 
 Its output goes to ``STUDY/logs/<kind>/<run_id>.log`` (node ``k > 0`` of a multi-node run: ``….log.node<k>``),
 where the local pool writes it too. A run therefore writes only its own run directory, its config and its log, on
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...atomic_io import write_json_atomic
+from ....atomic_io import write_json_atomic
 from ..worker import BOOTSTRAP
 from .study_watch import stop_when_gone
 
 if TYPE_CHECKING:  # not at run time: the job process that unpickles a RunTask should not import torch
-    from ..grid import RunSpec
+    from ...design.grid import RunSpec
 
 __all__ = ["RunTask", "execute", "task_for", "config_path_of", "log_path_of", "worker_command"]
 
@@ -92,7 +92,7 @@ def worker_command(task: RunTask, *, node_rank: int = 0, master_addr: str = "127
                       f"--master_port={master_port}"]
     return [sys.executable, "-m", "layerscale.train.launch", *rendezvous,
             f"--nproc_per_node={max(1, task.gpus_per_node)}",
-            "-m", "layerscale.study.executors.ddp_worker", task.run_dir, task.config_path, str(task.threads)]
+            "-m", "layerscale.study.run.executors.ddp_worker", task.run_dir, task.config_path, str(task.threads)]
 
 
 def _latest_checkpoint_name(run_dir: Path) -> str | None:
@@ -117,7 +117,7 @@ def execute(task: RunTask, *, node_rank: int = 0, master_addr: str = "127.0.0.1"
         Path(task.config_path).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(task.config_path, task.config)
         if task.distributed and run_dir.is_dir() and _latest_checkpoint_name(run_dir) is None:
-            from ...train.run_lock import clear_run_dir, hold_run_dir
+            from ....train.run_lock import clear_run_dir, hold_run_dir
 
             with hold_run_dir(run_dir):  # never under a live worker of this run (RunDirectoryInUse)
                 clear_run_dir(run_dir)

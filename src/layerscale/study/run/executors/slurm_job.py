@@ -16,7 +16,7 @@ __all__ = ["SlurmRun"]
 
 
 class SlurmRun(submitit.helpers.Checkpointable):
-    """One study run as a submitit job (:func:`layerscale.study.executors.run_task.execute` on its node(s))."""
+    """One study run as a submitit job (:func:`layerscale.study.run.executors.run_task.execute` on its node(s))."""
 
     def __init__(self, task: RunTask) -> None:
         self.task = task

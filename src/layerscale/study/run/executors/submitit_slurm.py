@@ -3,7 +3,7 @@
 
 Per run the job asks for ``nodes_per_run`` nodes with one task each, ``gpus_per_run`` GPUs and ``cpus_per_run``
 cores per node, ``slurm_time`` minutes, on ``slurm_partition`` (:func:`submission_parameters`). The job
-(:class:`~layerscale.study.executors.slurm_job.SlurmRun`) runs :func:`layerscale.study.executors.run_task.execute`:
+(:class:`~layerscale.study.run.executors.slurm_job.SlurmRun`) runs :func:`layerscale.study.run.executors.run_task.execute`:
 the local pool's worker, or ``torchrun`` on every node for a multi-process run.
 
 **Preemption and time limits.** submitit asks Slurm to send ``SIGUSR2`` ``SIGNAL_DELAY_S`` seconds before the
@@ -27,7 +27,7 @@ from pathlib import Path
 import submitit
 
 from ..executor import RunFailure, pending_runs
-from ..grid import RunSpec
+from ...design.grid import RunSpec
 from .options import ExecutorOptions
 from .run_task import task_for
 from .slurm_job import SlurmRun

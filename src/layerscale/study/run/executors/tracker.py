@@ -1,8 +1,8 @@
 """What a cluster engine does when one of its runs ends: decide success from the run directory, report it.
 
-The rule is the local pool's (:func:`layerscale.study.executor.run_pool`): a run succeeded when its worker
+The rule is the local pool's (:func:`layerscale.study.run.executor.run_pool`): a run succeeded when its worker
 exited 0 *and* left a ``study_status.json`` (``finished``, ``paused`` or ``diverged`` — divergence is a result);
-anything else is a :class:`~layerscale.study.executor.RunFailure` carrying its log path and the log's last line,
+anything else is a :class:`~layerscale.study.run.executor.RunFailure` carrying its log path and the log's last line,
 and the other runs go on.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..executor import RunFailure, last_line
-from ..grid import RunSpec
+from ..run_failure import RunFailure, last_line
+from ...design.grid import RunSpec
 from ..worker import read_status
 
 __all__ = ["PoolTracker", "last_line", "run_weight"]

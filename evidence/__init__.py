@@ -1,0 +1,1 @@
+"""This repository's own evidence pipelines (not shipped in the wheel)."""
