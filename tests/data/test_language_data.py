@@ -70,6 +70,24 @@ def test_tokenizer_folder_reads_tokenizer_json_without_special_tokens(tmp_path):
         load_tokenizer(tmp_path / "linked")
 
 
+def test_a_folder_without_tokenizer_json_is_read_with_transformers_autotokenizer(tmp_path):
+    pytest.importorskip("transformers")
+    import json
+
+    from source_models import corpus_lines, train_bpe_tokenizer
+    from tokenizers import Tokenizer
+
+    from layerscale.data.tokenizer_folder import load_tokenizer
+
+    fast = train_bpe_tokenizer(tmp_path / "fast", corpus_lines(100))
+    slow = tmp_path / "slow"  # a slow GPT-2 tokenizer's files: vocab.json, merges.txt, tokenizer_config.json
+    slow.mkdir()
+    Tokenizer.from_file(str(fast / "tokenizer.json")).model.save(str(slow))
+    (slow / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
+    text = "the deep model reads a token window.\nlayer scale"
+    assert load_tokenizer(slow).encode(text) == load_tokenizer(fast).encode(text)
+
+
 def test_perplexity_is_exp_of_the_mean_window_loss_with_the_bootstrap_interval():
     from layerscale.analysis.perplexity import perplexity_of
     from layerscale.stats.bootstrap import bootstrap_means, bootstrap_weights, percentile_interval
