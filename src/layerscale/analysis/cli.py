@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     from .report import analysis_page
 
     depth_options = analyze_depth_options(args)
+    if not 2 <= args.bootstrap <= 10_000:  # (B, examples) counts held at once: 10,000 x 10,000 are 0.8 GB
+        raise ValueError(f"--bootstrap {args.bootstrap}: expected an int in [2, 10000] (bootstrap replicates)")
     out = Path(args.out)
     check_writable_folder(out)
     existing = [name for name in OUTPUT_FILES if (out / name).exists()]

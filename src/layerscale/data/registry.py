@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -53,6 +54,20 @@ def _read(name: str, data_dir: str | Path | None, img_size: int | None, test_fra
     return read_imagefolder(data_dir, img_size or _DEFAULT_IMAGEFOLDER_SIZE, test_fraction, seed)
 
 
+def _check_resize_fits(name: str, count: int, channels: int, size: int, chunk: int = 4096) -> None:
+    """``ValueError`` when resizing ``count`` images to ``size`` x ``size`` needs more than this machine's memory:
+    the resized uint8 images plus one float32 chunk (:func:`_resize`), counted before anything is allocated."""
+    needed = count * channels * size * size + min(count, chunk) * channels * size * size * 4
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if needed > memory:
+        raise ValueError(f"img_size {size}: resizing the {count:,} images of dataset {name!r} to {size}x{size} "
+                         f"needs {needed / 2**30:,.1f} GiB, more than this machine's {memory / 2**30:,.1f} GiB; "
+                         f"choose a smaller img_size")
+
+
 def _resize(images: torch.Tensor, size: int, pixel_max: float, chunk: int = 4096) -> torch.Tensor:
     """Bilinear (antialiased) resize of uint8 (N, C, H, W) to (N, C, size, size), rounded back to uint8."""
     out = []
@@ -100,6 +115,7 @@ def load_dataset(
     native = train_images.shape[-1]
     size = img_size or native
     if size != native:
+        _check_resize_fits(key, train_images.shape[0] + test_images.shape[0], train_images.shape[1], size)
         train_images = _resize(train_images, size, raw.pixel_max)
         test_images = _resize(test_images, size, raw.pixel_max)
     mean, std = channel_stats(train_images, raw.pixel_max)

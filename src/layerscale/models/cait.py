@@ -27,7 +27,7 @@ from .timm_api import (
     classifier_head,
 )
 from .trunk_args import resolve_trunk_args
-from .validation import check_patch, check_positive_int
+from .validation import MAX_DEPTH, check_patch, check_positive_int
 
 __all__ = ["CaiT"]
 
@@ -57,7 +57,7 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
                  norm: str = "layernorm", global_pool: str = "token", dynamic_img_size: bool = False) -> None:
         super().__init__()
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
-        check_positive_int("depth_token_only", depth_token_only)
+        check_positive_int("depth_token_only", depth_token_only, MAX_DEPTH)
         check_positive_int("in_chans", in_chans)
         check_patch(img_size, patch_size)
         init_value, method, norm_layer = resolve_trunk_args(

@@ -8,7 +8,7 @@ from ..layers.norms import NormFactory, norm_factory
 from ..residual.base import ResidualMethod
 from ..residual.registry import resolve_residual
 from .timm_api import resolve_init_value_alias
-from .validation import check_heads, check_positive_int, check_rate
+from .validation import MAX_DEPTH, check_heads, check_positive_int, check_rate
 
 __all__ = ["TrunkArgs", "resolve_trunk_args"]
 
@@ -31,7 +31,7 @@ def resolve_trunk_args(*, depth: int, embed_dim: int, num_heads: int, drop_rate:
     :func:`layerscale.list_residuals`; ``norm`` is ``"layernorm"`` or ``"rmsnorm"``.
     """
     init_value = resolve_init_value_alias(init_value, init_values)
-    check_positive_int("depth", depth)
+    check_positive_int("depth", depth, MAX_DEPTH)
     check_heads(embed_dim, num_heads)
     check_rate("drop_rate", drop_rate)
     return TrunkArgs(init_value, resolve_residual(residual), norm_factory(norm, norm_eps))

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from ..layers.layer_scale import check_init_value
+from ..models.validation import MAX_DEPTH
 from .block_list import block_family
 from .new_blocks import record_new_blocks
 
@@ -47,6 +48,9 @@ def insertion_points(where: str | None, insert: int, depth: int) -> list[int]:
     """The 0-based blocks after which one new block goes each (sorted, repeats allowed), for ``insert`` new blocks
     in a stack of ``depth``; ``ValueError`` (one line naming the value) for a bad ``where``."""
     insert = _positive_int("insert", insert)
+    if depth + insert > MAX_DEPTH:  # each new block is a deep copy: bounded before the first is made
+        raise ValueError(f"insert={insert}: {depth} + {insert} blocks is more than {MAX_DEPTH}, the most blocks a "
+                         f"model may have")
     if where is None:
         if insert > depth:
             raise ValueError(f"insert={insert} new blocks cannot be spread over {depth} blocks (at most one after "

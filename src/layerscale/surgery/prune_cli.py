@@ -67,9 +67,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _parse_blocks(text: str) -> list[int]:
     try:
-        return [int(part) for part in text.split(",")]
+        blocks = [int(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(f"--blocks {text!r}: expected comma-separated block indices, e.g. 3,7") from None
+    seen: set[int] = set()
+    for block in blocks:  # a repeat is a typo (0,0 for 0,1), not a smaller request
+        if block in seen:
+            raise ValueError(f"--blocks {text!r}: block {block} is named twice; expected distinct block indices")
+        seen.add(block)
+    return blocks
 
 
 def _eval_data(source, args):
@@ -93,6 +99,7 @@ def _split(source, args):
 def run(args: argparse.Namespace) -> int:
     from .block_list import block_family
     from .model_files import check_destination_folder, read_source_model
+    from ..analysis.device import analysis_device
     from ..analysis.paper_outputs import comparison_paper_files, write_files
     from .prune import prune
     from .prune_healing import heal_with_control, report_perplexity
@@ -119,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         if value < 0:
             bound = {"--heal-steps": 0, "--seq-len": 2}.get(name, 1)
             raise ValueError(f"{name} must be >= {bound}")
+    analysis_device(args.device)  # a device this machine has, in one line (as analyze), before anything is read
     dest = check_destination_folder(args.out, args.force, args.source)
     report = report_folder(args)
     if args.heal_out is not None:
