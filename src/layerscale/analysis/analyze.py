@@ -32,6 +32,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ..sources.finite import check_finite_model
 from ..stats.bootstrap import bootstrap_means, bootstrap_weights, value_shares
 from .ablation import LossTotals, ablate_each_block, exit_after_each_block
 from .block_ranking import (batch_readout, block_influence, has_class_token, readout_tokens,
@@ -66,13 +67,9 @@ def _check_int(name: str, value: int, low: int) -> int:
 
 
 def check_finite_weights(model: nn.Module) -> None:
-    """A one-line ``ValueError`` naming the first parameter or floating buffer holding NaN or infinity."""
-    for kind, named in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
-        for name, tensor in named:
-            if tensor is not None and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-                bad = int((~torch.isfinite(tensor)).sum())
-                raise ValueError(f"{type(model).__name__}: {kind} {name!r} holds {bad} NaN or infinite value(s); "
-                                 "a model with non-finite weights cannot be analysed")
+    """A one-line ``ValueError`` naming the first parameter or floating buffer holding NaN or infinity (the check
+    every command applies to its source, :func:`layerscale.sources.finite.check_finite_model`)."""
+    check_finite_model(model)
 
 
 class _Progress:
