@@ -3,7 +3,10 @@ with intervals, their files written, and every bad value refused in one line wit
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import torch
 
 from layerscale.cli import main
 
@@ -42,8 +45,6 @@ def test_prune_by_several_criteria_prints_one_table_and_writes_a_figure_per_crit
 
     pruned = read_source_model(out).model
     assert len(pruned.blocks) == 2
-    import json
-
     removed = json.loads((out / "config.json").read_text())["layerscale_surgery"]["removed_blocks"]
     assert removed[1] == removed[0] + 1  # gromov removes one contiguous span
 
@@ -78,3 +79,47 @@ def test_bad_values_are_one_line_status_2_and_nothing_written(run_dir, tmp_path,
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err, err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_prune_a_llama_by_gromov_on_calibration_windows_and_judge_it_on_evaluation_windows(tmp_path, capsys):
+    """A Hugging Face Llama with a BPE tokenizer trained here: gromov's span is the one an independent float64
+    computation on transformers' own hidden states picks on the calibration windows (last token), the printed
+    perplexities equal transformers' loss on the evaluation windows, and the table's Δ loss is the pruned model's."""
+    import math
+    import re
+
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    from source_models import (corpus_lines, hf_folder, hf_loss, hf_windows, llama, tokenizer_vocab,
+                               train_bpe_tokenizer, write_text)
+
+    seq_len, samples = 16, 12
+    lines = corpus_lines(300)
+    tokenizer = train_bpe_tokenizer(tmp_path / "tokenizer", lines)
+    folder = hf_folder(tmp_path / "model", llama(tokenizer_vocab(tokenizer), layers=6, hidden=32), tokenizer)
+    corpus = write_text(tmp_path / "corpus.txt", lines)
+    out = tmp_path / "pruned"
+    assert main(["prune", str(folder), "--by", "gromov,block_influence", "--remove", "2", "--data-path", str(corpus),
+                 "--seq-len", str(seq_len), "--samples", str(samples), "--bootstrap", "100", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    calibration, evaluation = hf_windows(folder, corpus.read_text(), seq_len, samples)
+    source = transformers.AutoModelForCausalLM.from_pretrained(folder).eval().double()
+    captured = []
+    hook = source.model.layers[-1].register_forward_hook(
+        lambda m, a, out: captured.append(out[0] if isinstance(out, tuple) else out))
+    with torch.no_grad():
+        states = source(input_ids=calibration[:, :-1], output_hidden_states=True).hidden_states
+    hook.remove()
+    streams = [s[:, -1] for s in states[:6]] + [captured[0][:, -1]]  # x^(0) … x^(6), last token, float64
+    distance = [float((torch.acos(torch.nn.functional.cosine_similarity(streams[s], streams[s + 2], dim=-1)
+                                  .clamp(-1, 1)) / math.pi).mean()) for s in range(5)]
+    start = min(range(5), key=lambda s: (distance[s], s))
+    removed = json.loads((out / "config.json").read_text())["layerscale_surgery"]["removed_blocks"]
+    assert removed == [start, start + 1]
+    pruned = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    unpruned_loss = hf_loss(transformers.AutoModelForCausalLM.from_pretrained(folder).eval(), evaluation)
+    for label, loss in (("unpruned", unpruned_loss), ("pruned", hf_loss(pruned, evaluation))):
+        found = re.search(rf"^{label}: loss ([0-9.]+) .*perplexity ([0-9.]+)", printed, re.M)
+        assert found and float(found.group(1)) == pytest.approx(loss, abs=1e-5), printed
+    row = next(line for line in printed.splitlines() if re.match(r"^\s+2\s+[+-]", line))
+    assert float(row.split()[1]) == pytest.approx(hf_loss(pruned, evaluation) - unpruned_loss, abs=2e-4)
