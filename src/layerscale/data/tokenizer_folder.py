@@ -4,7 +4,8 @@ A folder with ``tokenizer.json`` (what every fast tokenizer's ``save_pretrained`
 ``tokenizers`` library's ``Tokenizer.save`` writes) is read with ``tokenizers.Tokenizer.from_str`` on its bytes,
 read as hostile input (:mod:`layerscale.untrusted_files`: no link followed, size bounded); a folder with only
 slow-tokenizer files is read with
-``transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)`` after the same checks on every entry.
+``transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)`` after the same
+checks on every entry (no link, every file's size bounded).
 Text is encoded without special tokens: the corpus is one stream cut into windows.
 """
 
@@ -65,6 +66,10 @@ def load_tokenizer(folder: str | os.PathLike) -> TextTokenizer:
     if not entries & {"tokenizer_config.json", "tokenizer.model", "vocab.json"}:
         raise ValueError(f"{folder}: no tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model); "
                          "give --tokenizer a folder written by a tokenizer's save_pretrained")
+    for name in files:  # transformers reads them itself: their sizes are bounded here first
+        size = (folder / name).stat().st_size
+        if size > MAX_TOKENIZER_BYTES:
+            raise ValueError(f"{folder / name}: refused ({size} bytes); expected at most {MAX_TOKENIZER_BYTES} bytes")
     try:
         from transformers import AutoTokenizer
     except ImportError:
