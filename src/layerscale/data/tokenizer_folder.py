@@ -3,10 +3,9 @@
 A folder with ``tokenizer.json`` (what every fast tokenizer's ``save_pretrained`` writes, and what the
 ``tokenizers`` library's ``Tokenizer.save`` writes) is read with ``tokenizers.Tokenizer.from_str`` on its bytes,
 read as hostile input (:mod:`layerscale.untrusted_files`: no link followed, size bounded); a folder with only
-slow-tokenizer files is read with
-``transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)`` after the same
-checks on every entry (no link, every file's size bounded).
-Text is encoded without special tokens: the corpus is one stream cut into windows.
+slow-tokenizer files is read with ``transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
+trust_remote_code=False)`` after the same checks on every entry (no link, every file's size bounded). Text is
+encoded without special tokens: the corpus is one stream cut into windows.
 """
 
 from __future__ import annotations
