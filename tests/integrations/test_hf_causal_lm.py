@@ -91,13 +91,62 @@ def test_save_pretrained_round_trip_keeps_the_scales(tmp_path, family):
         torch.testing.assert_close(loaded.get_parameter(name), param, rtol=0, atol=0)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x).logits, expected, rtol=0, atol=0)
-    # the plain loader would silently lose the scales, so the saved config marks them and it refuses loudly
+    # a loader without the scales would silently lose them, so the saved config marks them (see the tests below)
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == f"{family}_layerscale"
-    with pytest.raises(ValueError, match=f"model type `{family}_layerscale`"):
-        transformers.AutoModelForCausalLM.from_pretrained(tmp_path)
     assert loaded.config.model_type == f"{family}_layerscale"  # loaded with γ: still marked
     fold_layerscale(loaded)
-    assert loaded.config.model_type == family and "layerscale_loader" not in loaded.config.to_dict()
+    assert loaded.config.model_type == family
+    assert not {"layerscale_loader", "layerscale_plain_load_guard"} & set(loaded.config.to_dict())
+
+
+def _saved_with_scales(tmp_path, family):
+    model = add_layerscale(_build(family), init_value=1e-2)
+    _randomize_scales(model)
+    model.save_pretrained(tmp_path)
+    return model
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_transformers_auto_classes_load_a_folder_with_scales_exactly(tmp_path, family):
+    """Importing layerscale.integrations.hf_causal_lm (done above) registers the marked types with transformers."""
+    model = _saved_with_scales(tmp_path, family)
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    assert config.model_type == f"{family}_layerscale"
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, type(model)) and type(loaded).__name__ == f"LayerScale{type(model).__name__}"
+    assert loaded.state_dict().keys() == model.state_dict().keys()
+    for name, param in model.named_parameters():
+        torch.testing.assert_close(loaded.get_parameter(name), param, rtol=0, atol=0)
+    x = _tokens()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x).logits, model(x).logits, rtol=0, atol=0)
+    built = transformers.AutoModelForCausalLM.from_config(config)  # a fresh model of the type has its scales
+    assert {n for n, _ in built.named_parameters() if n.endswith(".layer_scale")} == \
+        {n for n, _ in model.named_parameters() if n.endswith(".layer_scale")}
+    again = pickle.loads(pickle.dumps(loaded))
+    with torch.no_grad():
+        torch.testing.assert_close(again(x).logits, model(x).logits, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "qwen2"])
+def test_a_concrete_class_refuses_a_folder_with_scales(tmp_path, family):
+    model = _saved_with_scales(tmp_path, family)
+    with pytest.raises(Exception, match=r"holds LayerScale scales \(keys \*\.layer_scale\) that a plain "
+                                        r"\w+ would drop") as refused:
+        type(model).from_pretrained(tmp_path)
+    assert type(refused.value).__name__ == "StrictDataclassFieldValidationError"
+
+
+def test_without_the_library_transformers_refuses_a_folder_with_scales(tmp_path):
+    import subprocess
+    import sys
+
+    _saved_with_scales(tmp_path, "llama")
+    script = ("import sys, transformers\ntry:\n    transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])\n"
+              "except ValueError as e:\n    print('refused', 'llama_layerscale' in str(e))\n"
+              "print('layerscale' in ' '.join(sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["refused", "True", "False"], done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

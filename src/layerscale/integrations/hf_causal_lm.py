@@ -5,9 +5,18 @@ and Llama-family models (:mod:`layerscale.surgery.hf_decoder_layers`); ``model.s
 scales beside the other weights (keys ``...c_proj.layer_scale`` / ``...o_proj.layer_scale`` /
 ``...down_proj.layer_scale``; deliberately not ``gamma``, which some transformers releases rename on load), and
 ``config.json`` with ``model_type`` ``<type>_layerscale`` (:mod:`layerscale.surgery.hf_layerscale_config`), so
-that a plain ``AutoModelForCausalLM.from_pretrained`` fails loudly instead of building the architecture without
-scales and dropping those keys. The retrofitted model is loaded with :func:`from_pretrained_with_layerscale`: the usual ``from_pretrained`` for everything else, then the
-same scales added back and filled from the checkpoint — the loaded model computes what the saved one did.
+that no transformers loader builds the architecture without scales and drops those keys unnoticed. Such a folder
+loads exactly (γ included, bit for bit)
+
+* with transformers' own ``AutoModelForCausalLM.from_pretrained(folder)`` / ``AutoConfig`` once this module is
+  imported: importing it registers, for GPT-2, Llama, Mistral and Qwen2, the marked config class under its
+  ``<type>_layerscale`` type and a causal-LM class that adds the scales when it is built
+  (:func:`register_auto_classes`; ``LayerScaleLlamaForCausalLM``, ...). Without the import those calls fail with
+  transformers' "does not recognize this architecture", and a concrete class (``LlamaForCausalLM``) always fails
+  (the mark's guard, :mod:`layerscale.surgery.hf_layerscale_config`): never a model without its scales;
+* with :func:`from_pretrained_with_layerscale` (any class, ``AutoModelForCausalLM`` or concrete): the usual
+  ``from_pretrained`` for everything else, then the same scales added back and filled from the checkpoint.
+
 A model folded with :func:`layerscale.fold_layerscale` has no scale keys and loads with plain ``from_pretrained``.
 """
 
@@ -15,12 +24,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale"]
+__all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale", "register_auto_classes"]
 
 SCALE_KEY_SUFFIX = ".layer_scale"
 
@@ -68,23 +78,22 @@ def _unmarked_config(folder: Path):
     without the mark (plain ``from_pretrained`` reads it)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    from ..surgery.hf_layerscale_config import LOADER_KEY, base_model_type
+    from ..surgery.hf_layerscale_config import GUARD_KEY, LOADER_KEY, base_model_type
 
     path = folder / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; save the model with save_pretrained")
-    saved_type = json.loads(path.read_text(encoding="utf-8")).get("model_type")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved_type = saved.get("model_type") if isinstance(saved, dict) else None
     if not isinstance(saved_type, str) or base_model_type(saved_type) == saved_type:
         return None
     base = base_model_type(saved_type)
     if base not in CONFIG_MAPPING:
         raise ValueError(f"{path}: model type {saved_type!r} marks LayerScale on a {base!r} model, which this "
                          f"transformers release does not know")
-    config = CONFIG_MAPPING[base].from_pretrained(folder)
-    config.__dict__.pop(LOADER_KEY, None)
-    if config.__dict__.get("model_type") == saved_type:  # read from config.json as an attribute: the class says
-        del config.__dict__["model_type"]
-    return config
+    for key in (LOADER_KEY, GUARD_KEY, "model_type"):  # the mark; the class's own model_type applies
+        saved.pop(key, None)
+    return CONFIG_MAPPING[base].from_dict(saved)
 
 
 def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_path: str | os.PathLike,
@@ -128,3 +137,58 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
                                  f"{tuple(param.shape)}")
             param.copy_(scales[name].to(param.dtype))
     return model
+
+
+#: transformers' config and causal-LM class names of the families :func:`layerscale.add_layerscale` retrofits
+_AUTO_FAMILIES = {"gpt2": ("GPT2Config", "GPT2LMHeadModel"), "llama": ("LlamaConfig", "LlamaForCausalLM"),
+                  "mistral": ("MistralConfig", "MistralForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}
+
+
+def _scaled_model_class(base: type, config_class: type) -> type:
+    """``LayerScale<base>``: ``base`` with ``config_class`` and the scales of ``add_layerscale`` (γ = 1 until the
+    checkpoint fills them) added when it is built, so transformers' own loader reads every ``layer_scale`` key."""
+    module = sys.modules[__name__]
+    name = f"LayerScale{base.__name__}"
+    existing = getattr(module, name, None)
+    if existing is not None and existing.__bases__ == (base,):
+        return existing
+
+    def __init__(self, config, *args: Any, **kwargs: Any) -> None:
+        from ..surgery import add_layerscale
+
+        base.__init__(self, config, *args, **kwargs)
+        add_layerscale(self, 1.0)
+
+    cls = type(name, (base,), {"config_class": config_class, "__init__": __init__, "__module__": __name__,
+                               "__doc__": f"{base.__name__} holding LayerScale γ in its branch outputs, built for a "
+                                          f"folder of model type {config_class.model_type!r}."})
+    setattr(module, name, cls)  # found by name: pickles
+    return cls
+
+
+def register_auto_classes() -> list[str]:
+    """Register the marked model types (``gpt2_layerscale``, ``llama_layerscale``, ``mistral_layerscale``,
+    ``qwen2_layerscale``) with transformers' ``AutoConfig`` and ``AutoModelForCausalLM``, so that their
+    ``from_pretrained`` loads a folder saved after ``add_layerscale`` exactly. Idempotent; done when this module is
+    imported. Returns the registered model types."""
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from ..surgery.hf_layerscale_config import marked_config_class
+
+    registered = []
+    for config_name, model_name in _AUTO_FAMILIES.values():
+        config_class = marked_config_class(getattr(transformers, config_name))
+        model_class = _scaled_model_class(getattr(transformers, model_name), config_class)
+        AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
+        AutoModelForCausalLM.register(config_class, model_class, exist_ok=True)
+        registered.append(config_class.model_type)
+    return registered
+
+
+try:
+    import transformers as _transformers  # noqa: F401
+except ImportError:  # pragma: no cover - the loader below then names the missing extra
+    pass
+else:
+    register_auto_classes()

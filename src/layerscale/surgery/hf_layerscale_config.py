@@ -9,11 +9,15 @@ type to ``config.json`` (with ``layerscale_loader`` naming the loader), and
 
 * ``AutoModelForCausalLM.from_pretrained(folder)`` fails with transformers' own error: it does not know the type;
 * :func:`layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale` loads it, γ included, bit for bit;
-* ``fold_layerscale`` removes γ and the mark: the folded model saves a plain ``config.json``.
+* ``fold_layerscale`` removes γ and the mark: the folded model saves a plain ``config.json``;
 
-A concrete class (``LlamaForCausalLM.from_pretrained(folder)``) still loads, with transformers' warnings that the
-model type differs and that the ``layer_scale`` keys are unexpected. The model itself behaves as before: only
-``config.model_type`` differs.
+* a concrete class (``LlamaForCausalLM.from_pretrained(folder)``) fails too, with transformers 5: the marked config
+  also holds, under :data:`GUARD_KEY`, a small dict of the original model type, and transformers' config loader,
+  given a config of another type, reads a nested dict of its own type in its place (its rule for composite
+  configs); that dict's ``vocab_size`` is a sentence saying why and how to load the folder, so the concrete
+  class's strict config check refuses it with that sentence, before any weight is read.
+
+The model itself behaves as before: only ``config.model_type`` (and the two keys) differ.
 """
 
 from __future__ import annotations
@@ -23,13 +27,18 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["LOADER_KEY", "MODEL_TYPE_SUFFIX", "base_model_type", "is_marked", "mark_layerscale_config",
-           "unmark_layerscale_config"]
+__all__ = ["GUARD_KEY", "LOADER_KEY", "MODEL_TYPE_SUFFIX", "base_model_type", "is_marked", "marked_config_class",
+           "mark_layerscale_config", "unmark_layerscale_config"]
 
 MODEL_TYPE_SUFFIX = "_layerscale"
 #: The config key naming the loader (in ``config.json`` for a reader of the error).
 LOADER_KEY = "layerscale_loader"
 _LOADER = "layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale"
+#: The config key of the dict that makes a concrete class's ``from_pretrained`` refuse the folder (module docstring).
+GUARD_KEY = "layerscale_plain_load_guard"
+_GUARD_REASON = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, computing "
+                 "another function; load it with AutoModelForCausalLM.from_pretrained after importing "
+                 "layerscale.integrations.hf_causal_lm, or with " + _LOADER)
 
 
 def base_model_type(model_type: str) -> str:
@@ -40,6 +49,12 @@ def base_model_type(model_type: str) -> str:
 def is_marked(config: Any) -> bool:
     """Whether ``config`` carries the mark (its class is one of the marked subclasses)."""
     return getattr(type(config), "_layerscale_base", None) is not None
+
+
+def marked_config_class(base: type) -> type:
+    """The marked subclass of the transformers config class ``base`` (``LlamaConfig`` → ``LayerScaleLlamaConfig``,
+    ``model_type`` ``"llama_layerscale"``): one class per base, found by name in this module."""
+    return _marked_class(base)
 
 
 def _marked_class(base: type) -> type:
@@ -59,8 +74,11 @@ def mark_layerscale_config(model: nn.Module) -> None:
     config = getattr(model, "config", None)
     if config is None or is_marked(config) or not isinstance(getattr(type(config), "model_type", None), str):
         return
-    config.__class__ = _marked_class(type(config))
+    base = type(config)
+    config.__class__ = _marked_class(base)
     setattr(config, LOADER_KEY, _LOADER)
+    setattr(config, GUARD_KEY, {"model_type": base.model_type,
+                                "vocab_size": _GUARD_REASON.format(cls=base.__name__.removesuffix("Config"))})
 
 
 def unmark_layerscale_config(model: nn.Module) -> None:
@@ -70,5 +88,6 @@ def unmark_layerscale_config(model: nn.Module) -> None:
         return
     config.__class__ = type(config)._layerscale_base
     config.__dict__.pop(LOADER_KEY, None)
+    config.__dict__.pop(GUARD_KEY, None)
     if str(config.__dict__.get("model_type", "")).endswith(MODEL_TYPE_SUFFIX):  # a copy read from config.json
         del config.__dict__["model_type"]
