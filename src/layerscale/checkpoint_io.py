@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import warnings
 import zipfile
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ __all__ = [
     "load_state_dict_file",
     "unwrap_state_dict",
     "save_safetensors_atomic",
+    "os_error_of",
 ]
 
 #: Keys under which training scripts store the weights, in the order they are looked for: timm's order first —
@@ -290,5 +292,23 @@ def save_safetensors_atomic(state_dict: Mapping[str, torch.Tensor], path: str | 
     tensors = _independent_tensors(state_dict)
     st = _require_safetensors()
     with atomic_path(path) as tmp:
-        st.save_file(tensors, str(tmp), metadata=meta)
+        try:
+            st.save_file(tensors, str(tmp), metadata=meta)
+        except Exception as exc:  # noqa: BLE001 — safetensors reports the system's error as its own SafetensorError
+            error = os_error_of(exc)
+            if error is None:
+                raise
+            raise OSError(error, os.strerror(error), str(path)) from None
     return path
+
+
+def os_error_of(exc: BaseException) -> int | None:
+    """The ``errno`` behind a failed write (a full disk, a quota, an I/O error): the first ``OSError`` in ``exc``'s
+    chain, or the ``(os error N)`` of a message from Rust or C++ code (safetensors), else ``None``."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return seen.errno
+        seen = seen.__cause__ or seen.__context__
+    found = re.search(r"\(os error (\d+)\)", str(exc))
+    return int(found.group(1)) if found else None

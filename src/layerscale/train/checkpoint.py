@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from ..atomic_io import atomic_path
-from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
+from ..checkpoint_io import os_error_of, read_state_dict_file, save_safetensors_atomic
 from ..messages import shown_name
 from .train_state import check_train_state
 
@@ -91,8 +91,17 @@ def remove_stale_temporaries(run_dir: str | os.PathLike) -> None:
 
 
 def _save_torch_atomic(obj: Any, path: Path) -> None:
+    """``torch.save`` through a Python file, so that a failed write is the system's ``OSError`` (``ENOSPC`` on a full
+    disk) and not torch's ``RuntimeError`` chained to a second one from closing the half-written archive."""
     with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+        try:
+            with open(tmp, "wb") as fh:
+                torch.save(obj, fh)
+        except RuntimeError as exc:
+            error = os_error_of(exc)
+            if error is None:
+                raise
+            raise OSError(error, os.strerror(error), str(path)) from None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -135,6 +144,11 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model_state: Mapping[
         else:
             os.replace(tmp, final)
         _fsync_dir(root)
+    except OSError as exc:  # a full disk, a quota: one line; the earlier checkpoints are complete and kept
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = (f"{exc.strerror or exc}; checkpoint of step {step} not written, the earlier checkpoints are "
+                  f"intact (resume with layerscale train --resume {shown_name(str(run_dir))} once there is room)")
+        raise OSError(exc.errno, reason, str(final)) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
