@@ -99,3 +99,20 @@ def test_jsonl_with_text_field_reads_the_same_documents(llama_source, tmp_path, 
     loss, _ = _printed("unpruned", printed)
     assert loss == pytest.approx(hf_loss(transformers.AutoModelForCausalLM.from_pretrained(folder), evaluation),
                                  abs=1e-5)
+
+
+def test_a_tokenizer_given_with_tokenizer_travels_into_dest(llama_source, tmp_path, capsys):
+    folder, corpus, _ = llama_source
+    bare = tmp_path / "bare"  # the same model without its tokenizer files
+    bare.mkdir()
+    for path in folder.iterdir():
+        if path.name in ("config.json", "model.safetensors", "generation_config.json"):
+            (bare / path.name).write_bytes(path.read_bytes())
+    text = ["--data-path", str(corpus), "--seq-len", str(SEQ_LEN), "--samples", "4"]
+    assert main(["prune", str(bare), "--by", "gromov", "--remove", "1", *text, "--out", str(tmp_path / "x")]) == 2
+    assert "has no tokenizer files; give --tokenizer" in capsys.readouterr().err
+    assert main(["prune", str(bare), "--by", "gromov", "--remove", "1", *text, "--tokenizer", str(folder),
+                 "--out", str(tmp_path / "p")]) == 0
+    assert (tmp_path / "p" / "tokenizer.json").read_bytes() == (folder / "tokenizer.json").read_bytes()
+    assert main(["analyze", str(tmp_path / "p"), *text, "--bootstrap", "20", "--no-progress",
+                 "--out", str(tmp_path / "a")]) == 0  # DEST's own tokenizer now
