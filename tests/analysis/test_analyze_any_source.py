@@ -117,3 +117,23 @@ def test_prune_output_of_a_training_run_keeps_the_runs_data(train_with_cli, tmp_
     assert (after.depth, before.depth, after.num_examples) == (2, 3, 50)
     # the same evaluation images: exiting after the 0, 1, 2 blocks the two models share gives the same losses
     assert after.early_exit_loss[:3] == pytest.approx(before.early_exit_loss[:3], abs=1e-6)
+
+
+def test_our_byte_level_gpt_folder_reads_text_as_bytes(sources, tmp_path):
+    import torch
+    import torch.nn.functional as F
+
+    from layerscale import create_model
+
+    torch.manual_seed(0)
+    gpt = create_model("gpt", vocab_size=256, block_size=32, embed_dim=16, depth=2, num_heads=2).eval()
+    gpt.save_pretrained(tmp_path / "gpt")
+    assert _analyze(tmp_path / "gpt", tmp_path / "a", "--data-path", str(sources["corpus"]), "--seq-len", "32",
+                    "--samples", "6") == 0
+    data = sources["corpus"].read_bytes()
+    windows = torch.tensor(list(data[:len(data) // 32 * 32])).reshape(-1, 32)
+    evaluation = windows[(len(windows) + 1) // 2:][:6]
+    with torch.no_grad():
+        logits = gpt(evaluation[:, :-1])
+    expected = float(F.cross_entropy(logits.transpose(1, 2), evaluation[:, 1:]))
+    assert DepthAnalysis.read_json(tmp_path / "a" / "analysis.json").clean_loss == pytest.approx(expected, abs=1e-5)
