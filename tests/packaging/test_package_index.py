@@ -89,3 +89,36 @@ def test_train_help_points_to_no_file_a_pip_install_lacks():
     assert done.returncode == 0
     assert f"{URL}/blob/main/docs/training.md" in done.stdout  # in one piece (not wrapped at a hyphen): clickable
     assert not re.search(r"(?<![/\w])docs/", done.stdout)
+
+
+def _readme_first_python_block() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    return re.search(r"^```python\n(.*?)^```$", text, re.DOTALL | re.MULTILINE).group(1)
+
+
+def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_readme_first_block(built, tmp_path):
+    """A venv with no torch-layerscale: the wheel is installed without dependencies, and torch (the one hard
+    dependency) is borrowed from this interpreter's site-packages by a path entry (which, unlike a site folder,
+    runs none of its .pth files: this checkout's editable install stays out)."""
+    import site
+    import venv
+
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    torch_dir = Path(__import__("torch").__file__).parents[1]
+    assert torch_dir in {Path(p) for p in site.getsitepackages()} | {Path(site.getusersitepackages())}
+    (purelib / "borrowed_torch.pth").write_text(f"{torch_dir}\n")
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                           "--no-index", "--quiet", str(built[0])], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    script = "import layerscale, sys; print(layerscale.__file__)\n" + _readme_first_python_block() + \
+             "\nprint(tuple(logits.shape))\n"
+    run = subprocess.run([str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={"PATH": str(env_dir / "bin"), "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    installed, shape = run.stdout.strip().splitlines()[-2:]
+    assert Path(installed).is_relative_to(purelib) and shape == "(2, 10)"
+    assert (env_dir / "bin" / "layerscale").is_file()  # the console script
