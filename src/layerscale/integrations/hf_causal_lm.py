@@ -178,8 +178,11 @@ def register_auto_classes() -> list[str]:
 
     registered = []
     for config_name, model_name in _AUTO_FAMILIES.values():
-        config_class = marked_config_class(getattr(transformers, config_name))
-        model_class = _scaled_model_class(getattr(transformers, model_name), config_class)
+        base_config, base_model = getattr(transformers, config_name, None), getattr(transformers, model_name, None)
+        if base_config is None or base_model is None:  # a transformers release without this family
+            continue
+        config_class = marked_config_class(base_config)
+        model_class = _scaled_model_class(base_model, config_class)
         AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
         AutoModelForCausalLM.register(config_class, model_class, exist_ok=True)
         registered.append(config_class.model_type)
