@@ -2,7 +2,9 @@
 
 The checkpoint may be in any format ``layerscale convert`` reads; it is converted to our keys, folded
 (:func:`layerscale.surgery.fold_state_dict`) and written atomically; a checkpoint holding a NaN or infinite weight
-is refused, naming the first such tensor, before anything is written. The result loads into the same architecture
+is refused, naming the first such tensor, before anything is written, and so is one read in our key layout holding
+a tensor that no model of that layout has (:func:`~layerscale.interop.known_keys.unknown_weight_names`: a crafted
+name, a tensor of another model), which would otherwise be copied into DST as it is. The result loads into the same architecture
 built without scales, which depends on the method (:func:`~layerscale.surgery.fold_state_dict.folded_target`):
 ``residual="prenorm"`` (or a timm ViT with ``init_values=None``) for LayerScale, ``residual="tfixup"`` for ReZero
 and SkipInit, whose blocks have no norms.
@@ -30,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
     from ..interop.cli import check_destination
     from ..interop.convert import convert_with_report
+    from ..interop.known_keys import unknown_weight_names
+    from ..interop.rules import format_keys
     from ..sources.finite import check_finite_tensors
     from .fold_state_dict import fold_state_dict, folded_target
 
@@ -40,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
     loaded = read_state_dict_file(src)
     check_finite_tensors(loaded.tensors, str(src))
     canonical, report = convert_with_report(loaded.tensors, args.source, "layerscale")
+    unknown = unknown_weight_names(canonical) if report.source == "layerscale" else []  # other formats: by table
+    if unknown:
+        raise ValueError(f"{src}: {len(unknown)} tensor(s) that no model with our keys has (our ViT / CaiT / GPT, "
+                         f"timm's ViT) would be copied into {dst} as they are: {format_keys(unknown)}; remove them, "
+                         f"or fold the model object with layerscale.surgery.fold_layerscale")
     folded, counts = fold_state_dict(canonical)
     where = f", weights under {loaded.container!r}" if loaded.container else ""
     print(f"read {src} ({loaded.file_format}{where}): {len(loaded.tensors)} tensors, format {report.source}")
