@@ -110,3 +110,12 @@ def test_a_runs_epoch_limit_no_longer_stops_healing_early(train_with_cli, tmp_pa
     printed = capsys.readouterr().out
     assert "healed 15 steps: loss" in printed and "control (unpruned, healed alike): 15 steps" in printed
     assert json.loads((heal_out / "summary.json").read_text())["step"] == 15
+
+
+def test_heal_out_without_a_training_run_to_keep_is_refused(sources, tmp_path, capsys):
+    out, heal_out = tmp_path / "pruned", tmp_path / "heal"
+    assert main(["prune", str(sources["hf"]), "--blocks", "1", *_data("hf", sources), "--heal-steps", "2",
+                 "--heal-out", str(heal_out), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--heal-out keeps the training run" in err and "\n" not in err
+    assert not out.exists() and not heal_out.exists()

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.device import analysis_device
     from ..analysis.paper_outputs import comparison_paper_files, write_files
     from .prune import prune
-    from .prune_healing import heal_with_control, report_perplexity
+    from .prune_healing import heal_with_control, report_perplexity, uses_run_recipe
     from .surgery_output import finish_write
 
     criteria = criteria_option(args.by)
@@ -132,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
     if args.heal_out is not None:
         check_destination_folder(args.heal_out, False)
     source = read_source_model(args.source, args.config)
+    if args.heal_out is not None and not (args.heal_steps and uses_run_recipe(source, args)):
+        raise ValueError("--heal-out keeps the training run of --heal full on a training run's own data; here there is "
+                         "no such run (a model folder, --heal lora, or no --heal-steps)")
     if args.tokenizer is not None and source.tokenizer is None:
         source.tokenizer = args.tokenizer  # DEST gets the tokenizer its text was read with
     model = source.model

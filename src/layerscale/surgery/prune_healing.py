@@ -20,7 +20,7 @@ from ..analysis.evaluation import EvalSet
 from ..analysis.perplexity import Perplexity, score_windows
 from .prune_eval import evaluate
 
-__all__ = ["report_perplexity", "heal_with_control", "DEFAULT_HEAL_LR"]
+__all__ = ["report_perplexity", "heal_with_control", "uses_run_recipe", "DEFAULT_HEAL_LR"]
 
 DEFAULT_HEAL_LR = 1e-4
 
@@ -32,14 +32,16 @@ def report_perplexity(label: str, model: nn.Module, data: EvalSet, args: argpars
     return found
 
 
-def _uses_run_recipe(source: Any, args: argparse.Namespace) -> bool:
+def uses_run_recipe(source: Any, args: argparse.Namespace) -> bool:
+    """Whether healing goes through ``layerscale train`` with the source run's recipe (``--heal full`` on a training
+    run read with its own data), the one case with a training run for ``--heal-out`` to keep."""
     return source.run is not None and args.heal == "full" and getattr(args, "tokenizer", None) is None
 
 
 def _heal_one(model: nn.Module, source: Any, calibration: EvalSet, args: argparse.Namespace,
               out: str | None) -> tuple[nn.Module, int]:
     """``(healed model, steps run)``."""
-    if _uses_run_recipe(source, args):
+    if uses_run_recipe(source, args):
         from .prune_heal import heal_pruned
 
         result = heal_pruned(model.cpu(), source, args.heal_steps, out, lr=args.heal_lr, quiet=True)
@@ -56,7 +58,7 @@ def heal_with_control(pruned: nn.Module, original: nn.Module, source: Any, calib
                       args: argparse.Namespace, tokens: bool) -> tuple[nn.Module, dict[str, Any]]:
     """Heal ``pruned`` and the unpruned ``original`` alike (module docstring); print before → after for both.
     Returns the healed pruned model and the record for the written ``config.json``."""
-    how = "the run's own recipe" if _uses_run_recipe(source, args) else (
+    how = "the run's own recipe" if uses_run_recipe(source, args) else (
         "LoRA rank %d, merged" % args.lora_rank if args.heal == "lora" else "full fine-tuning")
     record: dict[str, Any] = {"heal": args.heal, "heal_recipe": how}
     for label, model, out in (("pruned", pruned, args.heal_out), ("control", original, None)):
