@@ -90,3 +90,30 @@ def test_set_search_names_its_bound_and_refuses_exhaustive_past_it():
     with pytest.raises(ValueError, match="set_criterion must be one of block_influence, angular, ablation, gamma, "
                                          "got 'gromov'"):
         analyze_depth(model, (torch.randn(4, 1, 8, 8), torch.arange(4)), set_criterion="gromov")
+
+
+def test_the_greedy_search_starts_beyond_the_span_and_costs_nothing_when_the_span_removes_every_block(monkeypatch):
+    import layerscale.analysis.set_depth as set_depth
+
+    evaluated = []
+    real = set_depth.set_losses
+
+    def counting(stack, evalset, sets, **kw):
+        evaluated.extend(sets)
+        return real(stack, evalset, sets, **kw)
+
+    monkeypatch.setattr(set_depth, "set_losses", counting)
+    model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=8, depth=10,
+                         num_heads=2).eval()
+    with torch.no_grad():  # every block is the identity: removing all ten costs exactly nothing
+        for name, p in model.named_parameters():
+            if name.endswith("gamma"):
+                p.zero_()
+    images, labels = torch.randn(8, 1, 8, 8), torch.arange(8) % 5
+    result = analyze_depth(model, (images, labels), probes=False, bootstrap=20)
+    assert result.summary.effective_depth == 0 and result.summary.set_depth == 0
+    assert result.summary.set_search == "greedy" and evaluated == []
+    source, images, labels = _strong_source(examples=16)
+    evaluated.clear()
+    analyze_depth(grow(source, 3, gamma=0.0).eval(), (images, labels), probes=False, bootstrap=20)
+    assert evaluated and min(len(s) for s in evaluated) == 2  # the span removes one block: prefixes start at 2

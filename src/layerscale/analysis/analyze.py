@@ -115,9 +115,10 @@ def measures_so_far(per_example: dict[str, list[torch.Tensor]]) -> dict[str, tor
 
 def _search_set_depth(stack: BlockStack, evalset, clean_loss: torch.Tensor, tolerance: float, search: str,
                       criterion: str, ablation: LossTotals, early_exit: LossTotals, spans_run, geometry, device,
-                      batch_size: int):
+                      batch_size: int, span_removable: int):
     """The set-variant effective depth's search, reusing every removal already measured: the single-block
-    ablations, the early exits (the removal of every block from ``k`` on) and the removal curve's spans."""
+    ablations, the early exits (the removal of every block from ``k`` on) and the removal curve's spans; the
+    greedy search starts beyond the ``span_removable`` blocks the contiguous span already removes."""
     depth = stack.depth
     ab_loss, ex_loss = ablation.per_example()[0], early_exit.per_example()[0]
     known = {(block,): ab_loss[:, block] for block in range(depth)}
@@ -136,7 +137,7 @@ def _search_set_depth(stack: BlockStack, evalset, clean_loss: torch.Tensor, tole
         scores = geometry["angular" if criterion == "angular" else "influence"]
     order = CriterionRanking(criterion, depth, [float(v) for v in scores]).order()
     return search_set_depth(stack, evalset, clean_loss, tolerance, search=search, order=order, criterion=criterion,
-                            device=device, batch_size=batch_size, known=known)
+                            device=device, batch_size=batch_size, known=known, start=span_removable)
 
 
 def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_examples: int | None = 1000,
@@ -277,9 +278,6 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                     captured = _capture(stack, inputs, False)
                     remove_spans(stack, inputs, targets, captured, to_run, removed, bar.step)
                     del captured
-            set_found = _search_set_depth(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion,
-                                          ablation, early_exit, (to_run, removed), measures_so_far(per_example),
-                                          device, batch_size)
             comparison = None
             if criteria:
                 from .criterion_comparison import compare_criteria
@@ -331,6 +329,14 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     intervals.add("removal_delta_loss", boot_curve)
     intervals.add("removal_delta_accuracy", boot(delta_acc[:, columns]))
     # the set variant: the largest set found, by its own search or as the contiguous span (a span is a set)
+    span_removable = depth - int(removal_depth(curve, tolerance))
+    model.eval()
+    try:
+        set_found = _search_set_depth(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion, ablation,
+                                      early_exit, (to_run, removed), measures_so_far(per_example), device,
+                                      batch_size, span_removable)
+    finally:
+        model.train(was_training)
     set_replicates = torch.minimum(depth - set_found.replicate_removable(boot, tolerance),
                                    removal_depth(boot_curve, tolerance))
 

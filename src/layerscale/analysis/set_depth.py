@@ -19,10 +19,12 @@ Two searches:
 
 * **greedy** (any ``L``): rank the blocks by a criterion (:mod:`~layerscale.analysis.criteria`; by default
   ``ablation``, the measured cost of each block alone) and remove them in that order while the loss stays within
-  δ: ``k* = max{k : Δ(S_j) ≤ δ for every j ≤ k}`` with ``S_j`` the ``j`` most removable blocks, evaluated one
-  prefix after another and stopped at the first that breaks δ (about ``k* + 1`` set evaluations). ``k*`` is a
-  lower bound on the largest removable set, and so is the contiguous span ``D_δ`` removes: the analysis reports
-  ``L − max(k*, L − D_δ)``, an upper bound on ``D^set_δ`` that is never above ``D_δ``.
+  δ: with ``S_j`` the ``j`` most removable blocks and ``k₀ = L − D_δ`` the blocks the contiguous span already
+  removes, ``k* = max{k > k₀ : Δ(S_j) ≤ δ for every k₀ < j ≤ k}`` (0 when ``Δ(S_{k₀+1}) > δ``), evaluated
+  prefix after prefix — in passes of 4, 8, 16, … prefixes, one clean capture per pass — and stopped at the first
+  that breaks δ. A model with no removable block (``Δ(S_1)`` is a single ablation, already measured) or one
+  whose span already removes every block costs nothing. ``k*`` is a lower bound on the largest removable set, and
+  so is ``k₀``: the analysis reports ``L − max(k*, k₀)``, an upper bound on ``D^set_δ`` never above ``D_δ``.
 * **exhaustive** (``L ≤`` :data:`EXHAUSTIVE_MAX_DEPTH`): every non-empty ``S`` (``2^L − 1`` sets;
   each costs the kept blocks after ``min S``, about ``(L − 2)·2^(L−1)`` block evaluations per batch in all — 96
   forward passes' worth at ``L = 8``, 1,700 at ``L = 12``). ``"auto"`` searches exhaustively when
@@ -104,23 +106,28 @@ class SetDepthSearch:
     delta: torch.Tensor
     removable: int
     removed: list[int]
+    start: int = 0
 
     def replicate_removable(self, boot: Callable[[torch.Tensor], torch.Tensor], tolerance: float) -> torch.Tensor:
         """The removable count in each bootstrap replicate (``boot`` maps per-example values to replicate means)."""
+        if not self.sets:
+            return torch.zeros(boot(torch.zeros(self.delta.shape[0], 1)).shape[0], dtype=torch.long)
         means = boot(self.delta)
         if self.search == "greedy":
-            return greedy_removable(means, tolerance)
+            count = greedy_removable(means, tolerance)
+            return torch.where(count > 0, count + self.start, torch.zeros_like(count))
         return most_removable(means, [len(s) for s in self.sets], tolerance)
 
 
 def search_set_depth(stack: BlockStack, evalset: EvalSet, clean_loss: torch.Tensor, tolerance: float, *,
                      search: str, order: Sequence[int] | None, criterion: str | None, device: Any, batch_size: int,
-                     known: dict[tuple[int, ...], torch.Tensor] | None = None, chunk: int = 4,
+                     known: dict[tuple[int, ...], torch.Tensor] | None = None, start: int = 0, chunk: int = 4,
                      step: Callable[[], None] = lambda: None) -> SetDepthSearch:
     """Search the largest removable set (module docstring). ``clean_loss``: the full model's per-example loss
     ``(examples,)``; ``order``: the greedy order (most removable first; needed for ``"greedy"``); ``known``:
     per-example losses already measured for some sets (e.g. the single-block ablations), reused instead of run;
-    ``chunk``: greedy prefixes evaluated per pass over the data."""
+    ``start``: blocks known removable otherwise (``k₀``), the greedy prefixes start at ``k₀ + 1``; ``chunk``: the
+    greedy prefixes of the first pass over the data (doubled each pass)."""
     depth = stack.depth
     search = resolve_search(search, depth)
     known = dict(known or {})
@@ -146,11 +153,13 @@ def search_set_depth(stack: BlockStack, evalset: EvalSet, clean_loss: torch.Tens
     if order is None or sorted(order) != list(range(depth)):
         raise ValueError(f"the greedy set search needs an order of the {depth} blocks, got {order!r}")
     sets, columns = [], []
-    while len(sets) < depth:
-        k = len(sets)
+    while start + len(sets) < depth:
+        k = start + len(sets)
         batch = [tuple(sorted(order[:j])) for j in range(k + 1, min(depth, k + chunk) + 1)]
         if batch[0] in known:  # measured already (a single ablation, an early exit): check it before running more
             batch = [batch[0]]
+        else:
+            chunk *= 2
         delta = measure(batch)
         failed = False
         for s, column in zip(batch, delta.unbind(dim=1)):
@@ -161,6 +170,9 @@ def search_set_depth(stack: BlockStack, evalset: EvalSet, clean_loss: torch.Tens
                 break
         if failed:
             break
+    if not sets:
+        return SetDepthSearch(search, criterion, [], torch.zeros(len(evalset), 0), 0, [], start)
     delta = torch.stack(columns, dim=1)
-    best = int(greedy_removable(delta.mean(dim=0), tolerance))
-    return SetDepthSearch(search, criterion, sets, delta, best, list(sets[best - 1]) if best else [])
+    count = int(greedy_removable(delta.mean(dim=0), tolerance))
+    return SetDepthSearch(search, criterion, sets, delta, start + count if count else 0,
+                          list(sets[count - 1]) if count else [], start)
