@@ -13,12 +13,18 @@ from torch import nn
 
 __all__ = ["first_nonfinite", "check_finite_model", "check_finite_tensors"]
 
+_NATIVE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
 
 def first_nonfinite(named: Iterable[tuple[str, torch.Tensor]]) -> tuple[str, int] | None:
     """``(name, count of NaN/inf values)`` of the first floating tensor in ``named`` that holds one, else ``None``."""
     for name, tensor in named:
-        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            return name, int((~torch.isfinite(tensor)).sum())
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+            if tensor.dtype not in _NATIVE:  # float8 kinds have no isfinite; float32 holds their values exactly
+                tensor = tensor.float()
+            finite = torch.isfinite(tensor)
+            if not bool(finite.all()):
+                return name, int((~finite).sum())
     return None
 
 
