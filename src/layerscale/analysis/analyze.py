@@ -108,7 +108,7 @@ def _capture(stack: BlockStack, inputs: torch.Tensor, module_points: bool):
                          f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
 
 
-def measures_so_far(per_example: dict[str, list[torch.Tensor]]) -> dict[str, torch.Tensor]:
+def _geometry_means(per_example: dict[str, list[torch.Tensor]]) -> dict[str, torch.Tensor]:
     """Per-block means of the per-example geometry gathered so far (``angular``, ``influence``, ...)."""
     return {key: torch.cat(chunks).mean(dim=0) for key, chunks in per_example.items() if chunks}
 
@@ -333,7 +333,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     model.eval()
     try:
         set_found = _search_set_depth(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion, ablation,
-                                      early_exit, (to_run, removed), measures_so_far(per_example), device,
+                                      early_exit, (to_run, removed), _geometry_means(per_example), device,
                                       batch_size, span_removable)
     finally:
         model.train(was_training)

@@ -97,7 +97,7 @@ def summary_table(result: DepthAnalysis) -> tuple[str, str]:
         rows.append(["probe-saturation depth", _depth_cell(s.probe_saturation_depth, s.probe_saturation_interval)])
     rows += [[f"near-identity blocks (angular < {s.near_identity:g})",
               _depth_cell(len(s.near_identity_blocks), s.near_identity_interval)],
-             [f"blocks needed alone (Δ loss > δ)", _depth_cell(len(s.needed_alone_blocks), s.needed_alone_interval)]]
+             ["blocks needed alone (Δ loss > δ)", _depth_cell(len(s.needed_alone_blocks), s.needed_alone_interval)]]
     caption = (f"Depth use of {result.model}" + (f" ({result.residual})" if result.residual else "")
                + f" on {result.num_examples} evaluation examples; {level} bootstrap intervals in brackets."
                + (" The loss is within 5 % of chance." if s.chance_warning else ""))
