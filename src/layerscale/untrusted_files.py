@@ -26,10 +26,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UntrustedFileError", "read_regular_file", "regular_files", "parse_json", "MAX_JSON_DEPTH"]
+__all__ = ["UntrustedFileError", "read_regular_file", "regular_files", "parse_json", "read_json_file",
+           "MAX_JSON_DEPTH", "MAX_RECORD_BYTES"]
 
 #: the deepest JSON nesting any record of ours has is 6 (a study.json's base config); 32 leaves room to grow
 MAX_JSON_DEPTH = 32
+#: the largest JSON record (study.json, plan.json, tuning.json, a run's summary) read whole
+MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 
 class UntrustedFileError(ValueError):
@@ -103,13 +106,15 @@ def _finite_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def parse_json(data: bytes, where: str, expected: type = dict, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``data`` parsed as strict JSON (no ``NaN``/``Infinity``, no number that overflows to ``inf``), nested at most
-    ``max_depth`` levels, whose top level is an instance of ``expected``; :class:`UntrustedFileError` naming
-    ``where`` otherwise."""
+def parse_json(data: bytes, where: str, expected: type = dict, max_depth: int = MAX_JSON_DEPTH,
+               finite: bool = True) -> Any:
+    """``data`` parsed as JSON nested at most ``max_depth`` levels, whose top level is an instance of ``expected``;
+    with ``finite`` (the default) strict JSON: no ``NaN``/``Infinity`` and no number that overflows to ``inf``
+    (``finite=False`` keeps them, for a document that stores such values as they were written).
+    :class:`UntrustedFileError` naming ``where`` otherwise."""
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_finite_constant,
-                           parse_float=lambda text: _finite_float(text))
+        value = json.loads(data.decode("utf-8"), **({"parse_constant": _finite_constant, "parse_float": _finite_float}
+                                                      if finite else {}))
     except RecursionError:
         raise UntrustedFileError(f"{where}: refused (nested too deep); expected at most {max_depth} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -127,3 +132,12 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:40]} overflows a float")
     return value
+
+
+def read_json_file(path: str | os.PathLike, expected: type = dict, limit: int = MAX_RECORD_BYTES) -> Any:
+    """:func:`parse_json` of :func:`read_regular_file`: a JSON record read as a hostile file.
+    ``FileNotFoundError`` when nothing is there (a link that leads nowhere counts as there: it is refused)."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"{path}: not found")
+    return parse_json(read_regular_file(path, limit), str(path), expected)

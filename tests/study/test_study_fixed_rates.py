@@ -68,3 +68,21 @@ def test_a_fixed_study_trains_its_seeds_at_its_rates_and_says_so(tmp_path):
     assert "Each method at the learning rate fixed by the design" in markdown
     assert "each at the learning rate its design fixed (prenorm@1 0.001, layerscale@1 0.003" in markdown
     assert "shared learning rate" not in markdown and "(lr 0.003)" in markdown
+
+
+@pytest.mark.slow
+def test_the_study_command_draws_no_progress_bar_off_a_terminal(tmp_path):
+    """Run from a study.json alone (the confirmatory study's way), output captured: no carriage return in it."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    spec = StudySpec(("prenorm",), (1,), (5,), TINY_BASE, tuning="fixed", fixed_rates=(("prenorm", 1, 1e-3),),
+                     shared_table=False)
+    (folder / "study.json").write_text(json.dumps(spec.to_dict()))
+    result = subprocess.run([sys.executable, "-m", "layerscale", "study", "--out", str(folder), "--jobs", "1",
+                             "--no-report"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "\r" not in result.stdout + result.stderr
+    assert (folder / "runs" / "prenorm-d1-lr0.001-s5" / "study_status.json").is_file()

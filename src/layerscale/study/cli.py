@@ -118,6 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "written as they stand, the rest stay pending for the same command (local executor; "
                              "for a session or an allocation that ends at a known time)")
     parser.add_argument("--no-report", action="store_true", help="write the tables only, not the HTML report")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (none is drawn anyway when stderr is not a terminal)")
     from .run.executors.cli_args import add_executor_arguments
 
     add_executor_arguments(parser)  # --executor local|submitit|ray, per-run resources, --dry-run
@@ -210,14 +212,12 @@ def continues_saved_design(args: argparse.Namespace, study_dir: Path) -> bool:
 
 def saved_spec(study_dir: Path):
     """The design a study folder records in ``study.json`` (``ValueError`` naming the file when it has none)."""
-    import json
-
+    from ..untrusted_files import read_json_file
     from .design.grid import SPEC_FILE, StudySpec
 
     path = study_dir / SPEC_FILE
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return StudySpec.from_dict(raw)
+        return StudySpec.from_dict(read_json_file(path))
     except FileNotFoundError:
         raise ValueError(f"--report-only: {path} not found; nothing to report (run the study first, or name its "
                          "folder with --out)") from None
@@ -285,10 +285,13 @@ def run(args: argparse.Namespace) -> int:
 
         print(estimate_study(spec, out, args.jobs, args.threads))
         return 0
+    from ..terminal import shows_progress
+
     def study(folder: Path):
         return run_study(spec, folder, jobs=args.jobs, threads=args.threads, report=not args.no_report,
                          train=not args.report_only, analyze=args.analyze, executor=executor,
-                         reuse_from=args.reuse_from, start_window=args.start_window)
+                         reuse_from=args.reuse_from, start_window=args.start_window,
+                         progress=shows_progress(args.no_progress))
 
     from .run.archive import is_packed
 

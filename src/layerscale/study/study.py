@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -80,6 +82,23 @@ def summarize(spec: StudySpec, plan: StudyPlan, results: list[RunResult], finals
     return cells, contrasts, markdown
 
 
+@contextmanager
+def _holding(study_dir: Path) -> Iterator[None]:
+    """Hold the study folder's lock (``STUDY_DIR/.lock``, :mod:`layerscale.train.run_lock`) for a whole study call:
+    a second ``layerscale study`` on the same ``--out`` while the first still runs (training or rewriting its
+    tables) is refused with one line before it writes anything, instead of its workers colliding with the first's
+    runs and its tables overwriting the first's."""
+    from ..train.run_lock import RunDirectoryInUse, hold_run_dir
+
+    try:
+        with hold_run_dir(study_dir):
+            yield
+    except RunDirectoryInUse as exc:
+        holder = str(exc).split(": in use by ", 1)[-1].split(",", 1)[0]
+        raise RunDirectoryInUse(f"{study_dir}: another study is running in this folder ({holder}); wait for it to "
+                                "end or stop it, then run the command again") from None
+
+
 def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None = None,
               threads: int | None = None, report: bool = True, progress: bool = True, train: bool = True,
               analyze: bool = False,
@@ -107,36 +126,36 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     # the engine is imported now: a missing extra writes nothing
     engine_pool = make_pool(options, study_dir, jobs=jobs, threads=threads, progress=progress, log=log,
                             start_by=start_by) if train else None
-    study_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(study_dir / SPEC_FILE, {**spec.to_dict(), "executor": options.to_dict()})
-    write_plan(study_dir, plan)
-    spec = _with_enough_diagnostics(spec, plan.total_steps)
-    if reuse_from is not None and train:
-        from .run.reuse import reuse_finished_runs
+    with _holding(study_dir):  # one study at a time in a folder: a second one is refused whole
+        write_json_atomic(study_dir / SPEC_FILE, {**spec.to_dict(), "executor": options.to_dict()})
+        write_plan(study_dir, plan)
+        spec = _with_enough_diagnostics(spec, plan.total_steps)
+        if reuse_from is not None and train:
+            from .run.reuse import reuse_finished_runs
 
-        reuse_finished_runs(spec, study_dir, Path(reuse_from), log=log)
+            reuse_finished_runs(spec, study_dir, Path(reuse_from), log=log)
 
-    def pool(runs, desc):
-        if not train or not window_open(start_by):  # past the window: what the run folders hold, as train=False
-            return []
-        return engine_pool(runs, desc)
+        def pool(runs, desc):
+            if not train or not window_open(start_by):  # past the window: what the run folders hold, as train=False
+                return []
+            return engine_pool(runs, desc)
 
-    tuning = tune_study(spec, study_dir, plan.total_steps, plan.metric.higher_is_better, pool)
-    chosen, rungs, failures = tuning.chosen, tuning.rungs, list(tuning.failures)
-    finals = spec.final_runs(study_dir, chosen, every_rate=tuning.rates if spec.tuning == "grid" else None)
-    failures += pool(finals, "final runs")
-    results = [collect_run(r, plan.metric, spec.target) for r in [*tuning.tune_runs, *finals]]
-    cells, contrasts, markdown = summarize(spec, plan, results, finals, tuning)
-    if analyze:
-        from .report.depth_use import analyze_final_runs, effective_depth_markdown
+        tuning = tune_study(spec, study_dir, plan.total_steps, plan.metric.higher_is_better, pool)
+        chosen, rungs, failures = tuning.chosen, tuning.rungs, list(tuning.failures)
+        finals = spec.final_runs(study_dir, chosen, every_rate=tuning.rates if spec.tuning == "grid" else None)
+        failures += pool(finals, "final runs")
+        results = [collect_run(r, plan.metric, spec.target) for r in [*tuning.tune_runs, *finals]]
+        cells, contrasts, markdown = summarize(spec, plan, results, finals, tuning)
+        if analyze:
+            from .report.depth_use import analyze_final_runs, effective_depth_markdown
 
-        markdown += "\n" + effective_depth_markdown(spec, analyze_final_runs(spec, finals, results, chosen, log=log))
-    paths = write_tables(study_dir, results, cells, plan.metric, markdown, contrasts)
-    if report:
-        from .report.html_report import write_study_report
+            markdown += "\n" + effective_depth_markdown(spec, analyze_final_runs(spec, finals, results, chosen, log=log))
+        paths = write_tables(study_dir, results, cells, plan.metric, markdown, contrasts)
+        if report:
+            from .report.html_report import write_study_report
 
-        from .report.html_report import headline_path
+            from .report.html_report import headline_path
 
-        paths["report"] = write_study_report(study_dir, spec, plan, results, cells, rungs, markdown)
-        paths["headline"] = headline_path(study_dir, plan.metric)
-    return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures, contrasts, tuning)
+            paths["report"] = write_study_report(study_dir, spec, plan, results, cells, rungs, markdown)
+            paths["headline"] = headline_path(study_dir, plan.metric)
+        return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures, contrasts, tuning)

@@ -31,18 +31,31 @@ def _json_value(value: Any) -> Any:
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file, skipping a last line cut short by a killed process."""
+    """The records of a ``metrics.jsonl`` file, skipping a last line cut short by a killed process.
+
+    A log may come from a study folder someone else made, so every line goes through
+    :func:`layerscale.untrusted_files.parse_json` (a JSON object nested at most 32 levels; NaN kept, as the log
+    writes it) and a record's ``step``, when present, must be a whole number from 0 to 2**53. Any other line than
+    a cut last one is refused: ``ValueError`` naming the file, the line and what was expected."""
+    from ..untrusted_files import UntrustedFileError, parse_json
+
     records = []
     path = Path(path)
     if not path.is_file():
         return records
-    for line in path.read_text(encoding="utf-8").splitlines():
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        where = f"{path}:{number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
+            record = parse_json(line.encode("utf-8"), where, finite=False)
+        except UntrustedFileError as exc:
+            if number == len(lines) and "not valid JSON" in str(exc):
+                continue  # a last line cut short by a killed process
+            raise ValueError(str(exc)) from None
+        step = record.get("step", 0)
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= 2 ** 53:
+            raise ValueError(f"{where}: step {str(step)[:40]!r} refused; expected a whole number from 0 to 2**53")
+        records.append(record)
     return records
 
 

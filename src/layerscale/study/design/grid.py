@@ -177,6 +177,12 @@ class StudySpec:
             raise ValueError(f"--halving-rate must be an integer >= 2, got {self.halving_rate}")
         if isinstance(self.patience, bool) or not isinstance(self.patience, int) or self.patience < 0:
             raise ValueError(f"--patience must be an integer >= 0, got {self.patience}")
+        for name, value in (("target", self.target), ("min-delta", self.min_delta)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise ValueError(f"--{name} must be a finite number, got {str(value)[:40]!r}")
+        if not isinstance(self.base, dict):
+            raise ValueError(f"the study's base config must be a mapping, got a {type(self.base).__name__}")
         if self.shapes:
             object.__setattr__(self, "shapes", tuple(tuple(row) for row in self.shapes))
             missing = [f"{m} at depth {d}" for m, d in self.cells() if self.width(m, d) is None]
@@ -351,12 +357,12 @@ class StudySpec:
         path = study_dir / SPEC_FILE
         if not path.is_file():
             return
+        from ...untrusted_files import read_json_file
+
         try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: unreadable study file ({exc})") from None
-        if not isinstance(saved, dict):
-            raise ValueError(f"{path}: unreadable study file (not a JSON object)")
+            saved = read_json_file(path)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: unreadable study file ({str(exc).splitlines()[0]})") from None
         saved.pop("executor", None)  # where the runs execute (study.executors): the results do not depend on it
         # A key a study file predates takes its default (a study started by an earlier version continues).
         defaults = StudySpec(self.methods, self.depths, self.seeds, self.base).to_dict()

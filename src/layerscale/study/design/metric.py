@@ -43,11 +43,12 @@ class Metric:
         return "points" if self.classification else "bits per byte"
 
     def from_record(self, record: dict) -> float | None:
-        """The metric of one evaluation record (accuracy → %, loss → bits per byte)."""
+        """The metric of one evaluation record (accuracy → %, loss → bits per byte); ``None`` when the record has
+        no finite value in range."""
         key = "accuracy" if self.classification else "loss"
         value = finite_number(record.get(key))
-        if value is None:
-            return None
+        if value is None or value < 0 or (self.classification and value > 1):
+            return None  # no value, or one a record cannot hold (an accuracy outside [0, 1], a negative loss)
         return 100.0 * value if self.classification else value / math.log(2)
 
     @property

@@ -11,11 +11,11 @@ everything else), so a study folder rebuilds on a machine without its dataset.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...atomic_io import write_json_atomic
+from ...untrusted_files import read_json_file
 from .grid import StudySpec
 from .metric import Metric
 
@@ -42,7 +42,10 @@ class StudyPlan:
 
     @classmethod
     def from_dict(cls, raw: dict) -> StudyPlan:
-        return cls(int(raw["total_steps"]), Metric.for_language_model(bool(raw["language_model"])),
+        total = raw["total_steps"]
+        if isinstance(total, bool) or not isinstance(total, int) or not 1 <= total <= 10 ** 9:
+            raise ValueError(f"total_steps {str(total)[:40]!r}; expected a whole number from 1 to 10**9")
+        return cls(total, Metric.for_language_model(bool(raw["language_model"])),
                    str(raw["data_description"]),
                    {(str(method), int(depth)): int(count) for method, depth, count in raw["params"]})
 
@@ -100,7 +103,7 @@ def read_plan(study_dir: Path) -> StudyPlan | None:
     """The plan recorded in ``study_dir`` (``None`` when it records none; ``ValueError`` naming an unreadable one)."""
     path = Path(study_dir) / PLAN_FILE
     try:
-        return StudyPlan.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        return StudyPlan.from_dict(read_json_file(path))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -33,15 +33,22 @@ deletes it. The contract:
   A folder with neither, whose ``runs.csv`` lists runs that ran (a replaced study keeps only its tables), is
   refused by every command that would read its records (:func:`refuse_without_records`): the tables stay as they
   are, and the message points at the folder's ``README.md``, which says how to restore the archive.
-- **Refused archives**: a member outside ``runs/``, an absolute path or ``..``, a link or device, a run's log
-  stored both as rows and as columns, a columnar log that does not decode, or a damaged file: one ``ValueError``
-  naming the archive and the member; nothing is extracted into the study folder.
+- **Refused archives**: a member outside ``runs/``, an absolute path or ``..``, a link or device, a name that
+  appears twice, a run's log stored both as rows and as columns, a columnar log that does not decode, a damaged
+  file or xz stream, or an archive past its stated limits — more than :data:`MAX_MEMBERS` members, a member over
+  :data:`MAX_MEMBER_BYTES`, or more than :data:`MAX_EXPANDED_BYTES` in all (checked from the member headers before
+  anything is extracted; a columnar log's decoded size is bounded before it is built,
+  :mod:`layerscale.study.run.columnar_metrics`): one ``ValueError`` naming the archive and the member; nothing is
+  extracted into the study folder. The study folder's own top-level files are copied for ``--report-only`` only
+  when they are regular files (no link followed), each at most 64 MiB
+  (:data:`layerscale.untrusted_files.MAX_RECORD_BYTES`).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import lzma
 import os
 import shutil
 import tarfile
@@ -53,6 +60,7 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from ...atomic_io import write_bytes_atomic
+from ...untrusted_files import MAX_RECORD_BYTES, UntrustedFileError, read_regular_file, regular_files
 from ...diagnostics.records import COMPACT_DIGITS, compact_record
 from ...train.metrics_log import METRICS_FILE
 from ...train.run_lock import LOCK_FILE
@@ -61,7 +69,16 @@ from .csv_rows import read_rows
 from ..design.grid import RUNS_DIR
 
 __all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed", "refuse_packed",
-           "refuse_without_records", "report_from_archive", "relocated", "compact_metrics"]
+           "refuse_without_records", "report_from_archive", "relocated", "compact_metrics", "MAX_MEMBERS",
+           "MAX_MEMBER_BYTES", "MAX_EXPANDED_BYTES"]
+
+#: the committed studies hold at most ~1,600 members (312 runs × 5 records); tarfile keeps every header read
+#: (about 1 KB each), so the bound also bounds that memory
+MAX_MEMBERS = 100_000
+#: the largest record of one run (a depth-96 language-model run's metrics.jsonl is about 2 MB)
+MAX_MEMBER_BYTES = 256 * 1024 * 1024
+#: everything an archive may expand to (the largest committed study's runs/ is about 200 MB)
+MAX_EXPANDED_BYTES = 4 * 1024 * 1024 * 1024
 
 ARCHIVE_FILE = "runs.tar.xz"
 _RUNS_TABLE = "runs.csv"  # the run table a study writes beside its records (layerscale.study.report.results)
@@ -207,10 +224,28 @@ def _checked(member: tarfile.TarInfo, where: str) -> tarfile.TarInfo:
 
 
 def _members(fileobj, where: str) -> list[tarfile.TarInfo]:
+    """Every member's header, checked (names, kinds, duplicates and the size limits) before any data is read."""
+    members, total, seen = [], 0, set()
     try:
         with tarfile.open(fileobj=fileobj, mode="r:xz") as tar:
-            members = [_checked(m, where) for m in tar.getmembers()]
-    except (tarfile.TarError, EOFError, OSError) as exc:  # lzma.LZMAError is an OSError
+            for member in tar:  # one header at a time: the member count is bounded before the list grows past it
+                members.append(_checked(member, where))
+                if len(members) > MAX_MEMBERS:
+                    raise ValueError(f"{where}: more than {MAX_MEMBERS} members; a runs archive holds at most "
+                                     f"{MAX_MEMBERS}")
+                name = str(PurePosixPath(member.name))
+                if name in seen:
+                    raise ValueError(f"{where}: member {member.name!r} appears twice; a runs archive names each file "
+                                     "once")
+                seen.add(name)
+                if member.size > MAX_MEMBER_BYTES:
+                    raise ValueError(f"{where}: member {member.name!r} is {member.size} bytes; at most "
+                                     f"{MAX_MEMBER_BYTES} bytes a member")
+                total += member.size
+                if total > MAX_EXPANDED_BYTES:
+                    raise ValueError(f"{where}: expands to more than {MAX_EXPANDED_BYTES} bytes; at most "
+                                     f"{MAX_EXPANDED_BYTES} in all")
+    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError) as exc:  # LZMAError is no OSError
         raise ValueError(f"{where}: not a readable runs archive ({str(exc).splitlines()[0] if str(exc) else exc!r})") \
             from None
     names = {m.name for m in members}
@@ -243,7 +278,7 @@ def _extract(archive: Path, into: Path) -> None:
                     continue
                 with open(target, "wb") as out:
                     shutil.copyfileobj(source, out)
-    except (tarfile.TarError, EOFError) as exc:
+    except (tarfile.TarError, EOFError, lzma.LZMAError) as exc:
         raise ValueError(f"{where}: not a readable runs archive ({exc})") from None
 
 
@@ -271,9 +306,13 @@ def _extracted_copy(study_dir: Path) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="layerscale-report-") as tmp:
         copy = Path(tmp) / study_dir.name
         copy.mkdir()
-        for path in study_dir.iterdir():
-            if path.is_file() and path.name != ARCHIVE_FILE:
-                shutil.copy2(path, copy / path.name)
+        try:
+            names, _ = regular_files(study_dir)  # links, folders and special files are not copied
+            for name in names:
+                if name != ARCHIVE_FILE:
+                    (copy / name).write_bytes(read_regular_file(study_dir / name, MAX_RECORD_BYTES))
+        except UntrustedFileError as exc:
+            raise ValueError(str(exc)) from None
         _extract(_archive(study_dir), copy)
         yield copy
 

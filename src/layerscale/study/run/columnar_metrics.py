@@ -21,6 +21,13 @@ The contract: :func:`decode_metrics` of :func:`encode_metrics`\\ ``(data)`` is `
 :func:`encode_metrics` checks before it returns (it returns ``None`` for a log it cannot store that way: not UTF-8,
 or with no diagnostics record), so every reader of the unpacked log reads what was packed. A document that is not
 one :func:`encode_metrics` could have written is refused with one ``ValueError`` naming it.
+
+A document comes from an archive someone else made, so decoding is bounded before anything is built: it is parsed
+by :func:`layerscale.untrusted_files.parse_json` (nesting at most 32 levels; NaN kept as the log wrote it), holds at
+most :data:`MAX_LINES` lines, and its decoded size is bounded from the document alone — every line's constant part
+(its group's skeleton and constants, which a hostile document can repeat from many lines) is summed before the
+first line is written, and the varying parts are at most the document's own size, since each column value is
+used once — against :data:`MAX_DECODED_BYTES`.
 """
 
 from __future__ import annotations
@@ -28,7 +35,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["COLUMNS_FILE", "encode_metrics", "decode_metrics"]
+from ...untrusted_files import UntrustedFileError, parse_json
+
+__all__ = ["COLUMNS_FILE", "encode_metrics", "decode_metrics", "MAX_LINES", "MAX_DECODED_BYTES"]
+
+#: a depth-96 language-model run logs a few thousand lines; a million is far past any real run
+MAX_LINES = 1_000_000
+#: the largest metrics.jsonl a run may decode to (the archive's limit on one member)
+MAX_DECODED_BYTES = 256 * 1024 * 1024
 
 COLUMNS_FILE = "metrics.columns.json"
 _FORMAT, _VERSION = "layerscale.metrics-columns", 1
@@ -117,7 +131,32 @@ def encode_metrics(data: bytes) -> bytes | None:
     return document if decode_metrics(document, "the columnar log just written") == data else None
 
 
-def _decoded_lines(document: dict) -> list[str]:
+def _constant_size(skeleton: Any, constants: list, varying: list) -> int:
+    """Bytes of one decoded record of a group, its varying leaves counted as ``null``."""
+    leaves = list(constants)
+    for index in varying:
+        leaves[index] = None
+    return len(json.dumps(_filled(skeleton, iter(leaves))))
+
+
+def _check_size(document: dict, groups: list, budget: int) -> None:
+    """``ValueError`` when the document would decode to more than ``MAX_DECODED_BYTES`` or ``MAX_LINES`` lines
+    (see the module docstring), computed without building a line."""
+    lines = document["lines"]
+    if len(lines) > MAX_LINES:
+        raise ValueError(f"{len(lines)} lines; at most {MAX_LINES}")
+    sizes = [_constant_size(skeleton, constants, varying) for skeleton, constants, varying, _ in groups]
+    total = budget
+    for entry in lines:
+        if isinstance(entry, str):
+            total += len(entry) + 1
+        elif isinstance(entry, int) and not isinstance(entry, bool) and 0 <= entry < len(sizes):
+            total += sizes[entry] + 1
+        if total > MAX_DECODED_BYTES:
+            raise ValueError(f"decodes to more than {MAX_DECODED_BYTES} bytes; at most {MAX_DECODED_BYTES}")
+
+
+def _decoded_lines(document: dict, budget: int = 0) -> list[str]:
     if document.get("format") != _FORMAT or document.get("version") != _VERSION:
         raise ValueError(f"format {document.get('format')!r} version {document.get('version')!r}, expected "
                          f"{_FORMAT!r} version {_VERSION}")
@@ -139,6 +178,7 @@ def _decoded_lines(document: dict) -> list[str]:
             raise ValueError(f"group {k}: a skeleton of {len(skeleton_leaves)} leaves for {len(constants)} "
                              "constants; expected one constant per null leaf")
         groups.append((group["skeleton"], constants, varying, columns))
+    _check_size(document, groups, budget)
     used = [0] * len(groups)
     out = []
     for entry in document["lines"]:
@@ -164,10 +204,10 @@ def decode_metrics(document: bytes, where: str) -> bytes:
     """The ``metrics.jsonl`` content that :func:`encode_metrics` stored as ``document``. ``ValueError`` naming
     ``where`` when ``document`` is not such a document (damaged, another format, inconsistent columns)."""
     try:
-        parsed = json.loads(document.decode("utf-8"))
-        if not isinstance(parsed, dict):
-            raise ValueError(f"a JSON {type(parsed).__name__}, expected an object")
-        lines = _decoded_lines(parsed)
-    except (ValueError, KeyError, IndexError, TypeError, StopIteration, AttributeError) as exc:
+        parsed = parse_json(document, "the document", finite=False)  # the log may hold NaN as written
+        lines = _decoded_lines(parsed, budget=len(document))
+    except UntrustedFileError as exc:
+        raise ValueError(f"{where}: not a columnar metrics log ({exc})") from None
+    except (ValueError, KeyError, IndexError, TypeError, StopIteration, AttributeError, RecursionError) as exc:
         raise ValueError(f"{where}: not a columnar metrics log ({exc.__class__.__name__}: {exc})") from None
     return "\n".join(lines).encode("utf-8")

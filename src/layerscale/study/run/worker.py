@@ -44,12 +44,28 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+#: the statuses a worker writes (a run without the file is pending)
+STATUSES = ("finished", "paused", "diverged")
+
+
 def read_status(run_dir: Path) -> dict | None:
-    """The run's ``study_status.json``, or ``None`` when there is none (or it is unreadable)."""
-    try:
-        return json.loads((run_dir / STATUS_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    """The run's ``study_status.json``, or ``None`` when there is none. A file that is not a JSON object with a
+    known ``status`` (a crafted or damaged record: ``[1]``, ``"x"``, nested, overflowing numbers) is refused with a
+    one-line ``ValueError`` naming it, read as a hostile file (:mod:`layerscale.untrusted_files`: no link followed,
+    at most 1 MiB)."""
+    from ...untrusted_files import UntrustedFileError, parse_json, read_regular_file
+
+    path = run_dir / STATUS_FILE
+    if not os.path.lexists(path):
         return None
+    try:
+        status = parse_json(read_regular_file(path, 1 << 20), str(path))
+    except UntrustedFileError as exc:
+        raise ValueError(str(exc)) from None
+    if status.get("status") not in STATUSES:
+        raise ValueError(f"{path}: status {str(status.get('status'))[:40]!r} refused; expected one of "
+                         f"{', '.join(STATUSES)}")
+    return status
 
 
 def main(argv: list[str]) -> int:

@@ -133,8 +133,10 @@ def resolve_options(study_json: Path, given: dict[str, Any]) -> ExecutorOptions:
     saved: dict[str, Any] = {}
     if study_json.is_file():
         try:
-            saved = json.loads(study_json.read_text(encoding="utf-8")).get("executor") or {}
-        except (OSError, json.JSONDecodeError, AttributeError) as exc:
+            from ....untrusted_files import read_json_file
+
+            saved = read_json_file(study_json).get("executor") or {}
+        except (OSError, ValueError, AttributeError) as exc:
             raise ValueError(f"{study_json}: unreadable study file ({exc})") from None
     base = ExecutorOptions.from_dict(saved) if saved else ExecutorOptions()
     if given.get("engine") not in (None, base.engine):  # another engine: its own defaults, not the saved ones
