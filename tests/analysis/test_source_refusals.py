@@ -91,3 +91,23 @@ def test_non_finite_weights_refused_by_grow_and_fold(world, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "'blocks.1.mlp.fc1.weight' holds 1 NaN or infinite" in err and "\n" not in err
     assert not (tmp_path / "folded.safetensors").exists()
+
+
+def test_an_image_dataset_that_does_not_fit_a_timm_folder_is_refused(tmp_path, capsys):
+    pytest.importorskip("timm")
+    pytest.importorskip("sklearn")
+    import timm
+
+    from source_models import timm_folder, timm_vit
+
+    three = timm.create_model("vit_tiny_patch16_224", img_size=8, patch_size=4, in_chans=3, num_classes=10, depth=2,
+                              embed_dim=32, num_heads=2)
+    five = timm_vit(depth=2)
+    five.reset_classifier(5)
+    for model, message in ((three, "has 1 channel(s) but"), (five, "has 10 classes but")):
+        folder = timm_folder(tmp_path / message[:6].strip(), model)
+        out = tmp_path / "out"
+        assert main(["analyze", str(folder), "--data", "digits", "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "does not fit this model" in err and "\n" not in err
+        assert not out.exists()

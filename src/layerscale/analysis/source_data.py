@@ -117,6 +117,10 @@ def _image_data(found: Any, request: DataRequest) -> SourceData:
     if isinstance(classes, int) and classes != bundle.num_classes:
         raise ValueError(f"--data {request.data} has {bundle.num_classes} classes but {found.path} has "
                          f"num_classes={classes}; the data does not fit this model")
+    channels = _in_chans(model)
+    if channels is not None and channels != bundle.in_chans:
+        raise ValueError(f"--data {request.data} has {bundle.in_chans} channel(s) but {found.path} takes {channels}; "
+                         "the data does not fit this model")
     calibration, evaluation = as_eval_set(bundle.train, request.examples), as_eval_set(bundle.test, request.examples)
     return SourceData(calibration, evaluation, False,
                       [f"calibration: {len(calibration)} training images of {bundle.name}; evaluation: "
@@ -135,6 +139,15 @@ def _image_size(model: nn.Module) -> int | None:
     return int(size[0]) if isinstance(size, (tuple, list)) else None
 
 
+def _in_chans(model: nn.Module) -> int | None:
+    """Input channels of an image model (ours: ``in_chans``; timm: its patch embedding's convolution)."""
+    channels = getattr(model, "in_chans", None)
+    if isinstance(channels, int):
+        return channels
+    proj = getattr(getattr(model, "patch_embed", None), "proj", None)
+    return proj.in_channels if isinstance(proj, nn.Conv2d) else None
+
+
 def _tokenizer_for(found: Any, text: TextOptions):
     from ..data.tokenizer_folder import byte_tokenizer, load_tokenizer
 
@@ -149,8 +162,6 @@ def _tokenizer_for(found: Any, text: TextOptions):
 
 
 def _text_data(found: Any, request: DataRequest) -> SourceData:
-    import torch
-
     from ..data.corpus_file import read_corpus
     from ..data.token_windows import split_windows, token_windows
 
