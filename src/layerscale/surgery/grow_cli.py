@@ -18,7 +18,8 @@ from .grow import GROW_INITS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="run directory / checkpoint directory of layerscale train, weights file with "
-                                       "--config, or a model folder (ours, timm save_for_hf, Hugging Face)")
+                                       "--config, or a model folder (ours, timm save_for_hf, Hugging Face, or one "
+                                       "prune / grow wrote)")
     parser.add_argument("--insert", type=int, required=True, metavar="K", help="number of new blocks (>= 1)")
     parser.add_argument("--where", default=None,
                         help="top | every:M (one new block after every M-th block) | after:i,j,... (0-based block "

@@ -31,7 +31,8 @@ from .prune_criteria import add_report_arguments, comparison_lines, compare_for_
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="run directory / checkpoint directory of layerscale train, weights file with "
-                                       "--config, or a model folder (ours, timm save_for_hf, Hugging Face)")
+                                       "--config, or a model folder (ours, timm save_for_hf, Hugging Face, or one "
+                                       "prune / grow wrote)")
     parser.add_argument("--remove", type=int, default=None, metavar="N", help="number of blocks to remove (< depth)")
     parser.add_argument("--by", default=None, metavar="CRITERION",
                         help=f"criterion, or several comma-separated, compared in one table with intervals (the "
