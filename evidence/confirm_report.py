@@ -1,0 +1,213 @@
+"""The confirmatory study's report (docs/results/confirm/DESIGN.md, issue 60): the redos' 13 primary comparisons
+re-run on seeds 5–14, Holm across both folders together, each beside its redo's verdict with the confirmation the
+design's rule gives; the stability family; divergences and loss spikes. Written before the study's results were
+read, as the design requires, and run only when every run of both folders has ended.
+
+Inputs, per confirmed study: the confirmation folder's ``results.csv`` and ``runs.csv`` (written by
+``layerscale study --report-only``), its runs (``runs/`` or ``runs.tar.xz``) for the training-loss records, and the
+redo's ``results.csv`` for its verdicts. Outputs in the confirmation root: ``results.csv`` (one row per primary
+comparison), ``stability.csv`` (one row per stability comparison) and ``results.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerscale.atomic_io import write_text_atomic
+from layerscale.stats.multiplicity import holm
+from layerscale.stats.stability import loss_spikes, pitman_morgan, seed_spread, spread_ratio
+from layerscale.study.report.formatting import format_interval, format_p
+from layerscale.study.report.results_table import ResultRow, read_results
+from layerscale.study.report.verdicts import ALPHA, verdict
+from layerscale.study.run.csv_rows import csv_text, read_rows
+
+__all__ = ["CONFIRMED", "confirmation", "primary_rows", "stability_rows", "spike_counts", "write_report"]
+
+#: confirmation folder name -> the redo it confirms (folders under docs/results)
+CONFIRMED = {"fashion": "fashion-grid", "depthbench": "depthbench-grid"}
+BOOTSTRAP_DRAWS, BOOTSTRAP_SEED = 2000, 0
+PRIMARY_FIELDS = ["study", "comparison", "redo_verdict", "n", "mean", "low", "high", "bootstrap_low",
+                  "bootstrap_high", "p_raw", "p_adj", "verdict", "confirmation"]
+STABILITY_FIELDS = ["study", "method", "depth", "n", "spread", "reference_spread", "ratio", "low", "high", "p_raw",
+                    "p_adj", "verdict"]
+
+
+def confirmation(redo: str, confirm: str) -> str:
+    """The design's rule: the redo's verdict beside this study's (``better`` / ``worse`` / ``within noise``)."""
+    beyond = ("better", "worse")
+    if redo in beyond:
+        if confirm == redo:
+            return "confirmed"
+        return "reversed" if confirm in beyond else "weakened"
+    if redo == "within noise":
+        return "confirmed (no effect either time)" if confirm == "within noise" else \
+            "changed: an effect the redo did not find"
+    return f"no rule (redo: {redo or 'none'})"
+
+
+def _key(row: ResultRow) -> tuple:
+    return row.table, row.method, row.depth_from, row.depth
+
+
+def _label(row: ResultRow) -> str:
+    return f"{row.method}@{row.depth_from}:{row.depth}" if row.depth_from else f"{row.method}@{row.depth}"
+
+
+def _all_ended(folder: Path) -> None:
+    pending = [r["run_id"] for r in read_rows(folder / "runs.csv") if r["status"] not in ("finished", "diverged")]
+    if pending or not (folder / "runs.csv").is_file():
+        raise ValueError(f"{folder}: {len(pending)} run(s) have not ended ({', '.join(pending[:3])}"
+                         f"{' …' if len(pending) > 3 else ''}); the design reads the confirmation only when every "
+                         "run has ended")
+
+
+@dataclass(frozen=True)
+class _Primary:
+    study: str
+    row: ResultRow
+    redo_verdict: str
+
+
+def primary_rows(root: Path, redo_root: Path) -> list[dict]:
+    """The 13 primary comparisons with the joint Holm adjustment, verdicts and confirmations."""
+    found = []
+    for name, redo in CONFIRMED.items():
+        redo_rows = {_key(r): r for r in read_results(redo_root / redo / "results.csv") if r.family == "primary"}
+        for row in read_results(root / name / "results.csv"):
+            if row.family == "primary":
+                twin = redo_rows.get(_key(row))
+                found.append(_Primary(name, row, twin.verdict if twin else ""))
+    adjusted = holm([p.row.p("p_raw") for p in found])
+    out = []
+    for p, p_adj in zip(found, adjusted):
+        diff = p.row.interval("diff")
+        called = verdict(diff, True, p_adj)
+        out.append({"study": p.study, "comparison": _label(p.row), "redo_verdict": p.redo_verdict,
+                    "n": diff.n if diff else "", "mean": diff.mean if diff else "",
+                    "low": diff.low if diff else "", "high": diff.high if diff else "",
+                    "bootstrap_low": p.row["bootstrap_low"], "bootstrap_high": p.row["bootstrap_high"],
+                    "p_raw": p.row.p("p_raw"), "p_adj": p_adj, "verdict": called,
+                    "confirmation": confirmation(p.redo_verdict, called)})
+    return out
+
+
+def _per_seed(row: ResultRow) -> dict[int, float]:
+    out = {}
+    for item in row["test_per_seed"].split(";"):
+        if item:
+            seed, _, value = item.partition(":")
+            out[int(seed)] = float(value)
+    return out
+
+
+def stability_rows(root: Path) -> list[dict]:
+    """Seed spread against the reference at each folder's deepest depth, Holm within the stability family."""
+    found = []
+    for name in CONFIRMED:
+        from layerscale.untrusted_files import read_json_file
+
+        reference_method = read_json_file(root / name / "study.json")["reference"]
+        rows = [r for r in read_results(root / name / "results.csv") if r.table == "tuned"]
+        deepest = max(r.depth for r in rows)
+        reference = next(r for r in rows if r.depth == deepest and r.method == reference_method)
+        ref_values = _per_seed(reference)
+        for row in rows:
+            if row.depth != deepest or row is reference:
+                continue
+            values = _per_seed(row)
+            ratio = spread_ratio(values, ref_values, draws=BOOTSTRAP_DRAWS, seed=BOOTSTRAP_SEED)
+            found.append({"study": name, "method": row.method, "depth": deepest,
+                          "n": len(set(values) & set(ref_values)),
+                          "spread": seed_spread(list(values.values())),
+                          "reference_spread": seed_spread(list(ref_values.values())), "ratio": ratio.ratio,
+                          "low": ratio.low, "high": ratio.high, "p_raw": pitman_morgan(values, ref_values)})
+    for row, p_adj in zip(found, holm([r["p_raw"] for r in found])):
+        beyond = p_adj is not None and p_adj < ALPHA
+        row["p_adj"] = p_adj
+        row["verdict"] = ("steadier" if beyond and row["high"] < 1 else
+                          "less steady" if beyond and row["low"] > 1 else "within noise")
+    return found
+
+
+def _train_losses(metrics: Path) -> list[float]:
+    from layerscale.train.metrics_log import read_metrics
+
+    out = []
+    for record in read_metrics(metrics):
+        if record.get("split") == "train" and "loss" in record:
+            try:
+                out.append(float(record["loss"]))
+            except (TypeError, ValueError):
+                out.append(math.nan)
+    return out
+
+
+def spike_counts(folder: Path) -> dict[tuple[str, int], tuple[int, int, int, int]]:
+    """Per cell ``(method, depth)``: ``(runs, diverged runs, spikes in all, runs with a spike)``, from the runs'
+    training-loss records (``runs/``, or ``runs.tar.xz`` read in a temporary copy)."""
+    from layerscale.study.run.archive import is_packed, report_from_archive
+
+    runs = read_rows(folder / "runs.csv")
+
+    def count(study_dir: Path) -> dict:
+        cells: dict = {}
+        for run in runs:
+            key = (run["method"], int(run["depth"]))
+            spikes = loss_spikes(_train_losses(study_dir / "runs" / run["run_id"] / "metrics.jsonl"))
+            total = cells.get(key, (0, 0, 0, 0))
+            cells[key] = (total[0] + 1, total[1] + (run["status"] == "diverged"), total[2] + len(spikes),
+                          total[3] + bool(spikes))
+        return cells
+
+    return report_from_archive(folder, count)[0] if is_packed(folder) else count(folder)
+
+
+def _markdown(primary: list[dict], stability: list[dict], spikes: dict) -> str:
+    lines = ["# Confirmatory study on fresh seeds: results", "",
+             "Generated by `python scripts/confirm_report.py` from the two folders' tables and runs "
+             "(docs/results/confirm/DESIGN.md, fixed before the runs). Test accuracy, points; seeds 5–14.", "",
+             "## Primary family (Holm across both studies)", "",
+             "| study | comparison | redo | difference [95 % CI] | bootstrap | p | Holm p | verdict | confirmation |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in primary:
+        interval = format_interval(_interval(r), 1, signed=True) if r["mean"] != "" else "—"
+        boot = f"[{float(r['bootstrap_low']):+.1f}, {float(r['bootstrap_high']):+.1f}]" if r["bootstrap_low"] else "—"
+        lines.append(f"| {r['study']} | {r['comparison']} | {r['redo_verdict']} | {interval} | {boot} | "
+                     f"{format_p(r['p_raw'])} | {format_p(r['p_adj'])} | {r['verdict']} | {r['confirmation']} |")
+    lines += ["", "## Stability family (Holm within it): seed spread against the reference", "",
+              "| study | method | depth | spread | reference | ratio [95 % bootstrap] | Pitman–Morgan p | Holm p | "
+              "verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in stability:
+        lines.append(f"| {r['study']} | {r['method']} | {r['depth']} | {r['spread']:.2f} | {r['reference_spread']:.2f} "
+                     f"| {r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}] | {format_p(r['p_raw'])} | "
+                     f"{format_p(r['p_adj'])} | {r['verdict']} |")
+    lines += ["", "## Divergences and loss spikes (descriptive)", "",
+              "| study | method | depth | runs | diverged | spikes | runs with a spike |", "|---|---|---|---|---|---|---|"]
+    for (study, method, depth), (runs, diverged, total, with_spike) in sorted(spikes.items()):
+        lines.append(f"| {study} | {method} | {depth} | {runs} | {diverged} | {total} | {with_spike} |")
+    return "\n".join(lines) + "\n"
+
+
+def _interval(row: dict):
+    from layerscale.stats.intervals import Interval
+
+    spread = None if row["low"] in ("", None) else (0.0 if row["low"] == row["high"] else 1.0)
+    return Interval(float(row["mean"]), row["low"] if row["low"] != "" else None,
+                    row["high"] if row["high"] != "" else None, int(row["n"] or 0), spread)
+
+
+def write_report(root: Path, redo_root: Path) -> dict[str, Path]:
+    """Check that every run has ended, then write ``results.csv``, ``stability.csv`` and ``results.md`` in
+    ``root`` (the confirmation folder holding ``fashion/`` and ``depthbench/``)."""
+    for name in CONFIRMED:
+        _all_ended(root / name)
+    primary = primary_rows(root, redo_root)
+    stability = stability_rows(root)
+    spikes = {(name, m, d): v for name in CONFIRMED for (m, d), v in spike_counts(root / name).items()}
+    paths = {"results": root / "results.csv", "stability": root / "stability.csv", "markdown": root / "results.md"}
+    write_text_atomic(paths["results"], csv_text(primary, PRIMARY_FIELDS))
+    write_text_atomic(paths["stability"], csv_text(stability, STABILITY_FIELDS))
+    write_text_atomic(paths["markdown"], _markdown(primary, stability, spikes))
+    return paths
