@@ -39,6 +39,11 @@ TEXT_DATASET = "text"
 SECTIONS = ("model", "data", "optim", "run", "diagnostics")
 
 
+#: The largest seed: torch's generators take seeds below 2**64, and a run derives seed + epoch, seed + rank and
+#: seed + rank + 7919 · step from it, which stay below 2**64 from any seed up to 2**63 - 1.
+MAX_SEED = 2**63 - 1
+
+
 def _key(default: Any, help: str, *, choices: tuple | None = None, low: float | None = None,
          high: float | None = None, low_open: bool = False, high_open: bool = False) -> Any:
     """A config field: its default, one line of help, and what is allowed (choices or a numeric interval)."""
@@ -68,7 +73,8 @@ class DataConfig:
     hflip: bool | None = _key(None, "horizontal flips (default: on for cifar10/cifar100/imagefolder only)")
     test_fraction: float = _key(0.2, "test share for datasets without a split (digits, flat image folder)",
                                 low=0.0, high=1.0, low_open=True, high_open=True)
-    split_seed: int = _key(0, "seed of that split (kept apart from run.seed so runs share one split)", low=0)
+    split_seed: int = _key(0, "seed of that split (kept apart from run.seed so runs share one split)", low=0,
+                           high=MAX_SEED)
     val_fraction: float = _key(0.1, "text: share of the corpus (its end) held out for evaluation",
                                low=0.0, high=1.0, low_open=True, high_open=True)
     validation_fraction: float = _key(0.0, "carve a validation split of this share from the TRAINING split (images: "
@@ -114,7 +120,8 @@ class RunConfig:
                                        "written by layerscale grow / prune or save_pretrained, a run or "
                                        "checkpoint directory, or a weights file; the model section must build "
                                        "the same architecture")
-    seed: int = _key(0, "seed of model init, data order (seed + epoch) and augmentation (seed + rank)", low=0)
+    seed: int = _key(0, "seed of model init, data order (seed + epoch) and augmentation (seed + rank)", low=0,
+                     high=MAX_SEED)
     device: str = _key("auto", "auto: cuda when available, else cpu", choices=("auto", "cpu", "cuda"))
     precision: str = _key("fp32", "bf16: autocast the forward to bfloat16; auto: bf16 where it measured faster "
                                   "(by device and model width, see layerscale.train.auto_policy)",
@@ -317,12 +324,19 @@ def _finite_float(value: int | float) -> bool:
 
 
 def _describe_range(meta: dict[str, Any]) -> str:
-    low, high = meta["low"], meta["high"]
+    low, high = (_bound(meta["low"]), _bound(meta["high"]))
     if low is not None and high is not None:
-        return f"in {'(' if meta['low_open'] else '['}{low:g}, {high:g}{')' if meta['high_open'] else ']'}"
+        return f"in {'(' if meta['low_open'] else '['}{low}, {high}{')' if meta['high_open'] else ']'}"
     if low is not None:
-        return f"{'>' if meta['low_open'] else '>='} {low:g}"
-    return f"{'<' if meta['high_open'] else '<='} {high:g}"
+        return f"{'>' if meta['low_open'] else '>='} {low}"
+    return f"{'<' if meta['high_open'] else '<='} {high}"
+
+
+def _bound(value: float | None) -> str | None:
+    """A range's end as written: an int exactly (a seed's 9223372036854775807, not 9.22337e+18), a float short."""
+    if value is None:
+        return None
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else f"{value:g}"
 
 
 def _check_allowed(key: str, value: Any, meta: dict[str, Any]) -> None:
