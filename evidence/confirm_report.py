@@ -56,8 +56,11 @@ def _label(row: ResultRow) -> str:
 
 
 def _all_ended(folder: Path) -> None:
+    if not (folder / "runs.csv").is_file():
+        raise ValueError(f"{folder}: no runs.csv yet (the study writes it whenever it stops); the design reads the "
+                         "confirmation only when every run has ended")
     pending = [r["run_id"] for r in read_rows(folder / "runs.csv") if r["status"] not in ("finished", "diverged")]
-    if pending or not (folder / "runs.csv").is_file():
+    if pending:
         raise ValueError(f"{folder}: {len(pending)} run(s) have not ended ({', '.join(pending[:3])}"
                          f"{' …' if len(pending) > 3 else ''}); the design reads the confirmation only when every "
                          "run has ended")
