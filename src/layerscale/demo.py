@@ -22,6 +22,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar (none is drawn anyway when stderr is not a terminal)")
 
 
+#: what the demo's study imports, by module: (the package pip installs, the extra that brings it)
+NEEDED = {"sklearn": ("scikit-learn", "data"), "yaml": ("pyyaml", "train"), "safetensors": ("safetensors", "train")}
+
+
+def missing_extras() -> str | None:
+    """One line naming every package the demo needs and cannot import, with the one ``pip install`` that brings
+    them all (``None`` when nothing is missing): a torch-only install learns it once, not one package a run."""
+    from importlib.util import find_spec
+
+    missing = {module: need for module, need in NEEDED.items() if find_spec(module) is None}
+    if not missing:
+        return None
+    extras = sorted({extra for _, extra in missing.values()})
+    return (f"the demo needs {', '.join(package for package, _ in missing.values())}, not installed here: "
+            f"pip install 'torch-layerscale[{','.join(extras)}]'")
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -29,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
     from .study.study import run_study
     from .terminal import shows_progress
 
+    missing = missing_extras()
+    if missing:
+        raise ImportError(missing)
     preset = get_preset("demo")
     spec = preset.spec
     print(f"layerscale demo: {preset.description}\nresults in {args.out}", flush=True)
