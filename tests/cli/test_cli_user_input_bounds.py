@@ -6,7 +6,8 @@ line, status 2, and every file already on disk is unchanged (SHA-256 of every fi
   (:data:`layerscale.models.validation.MAX_DEPTH`, :data:`~layerscale.models.validation.MAX_WIDTH`), checked before
   any module is built;
 - a model ``img_size`` the dataset would be resized to past this machine's memory: refused before resizing;
-- ``analyze --bootstrap 100000000`` tried to allocate the (replicates, examples) counts (tens of GB): at most 10,000;
+- ``analyze --bootstrap 100000000`` tried to allocate the (replicates, examples) counts (tens of GB), and so did
+  ``prune --by ... --bootstrap 100000000``: at most 10,000;
 - ``prune --device cuda:7`` without that GPU: the same one-line refusal as ``analyze``, before anything is read; a
   device name with an ESC and a newline is escaped in that line;
 - ``grow --insert 100000000 --where top``: past the depth limit, refused before the first copy;
@@ -68,6 +69,9 @@ CASES = [
      "img_size 1000000: resizing the 1,797 images of dataset 'digits' to 1000000x1000000 needs"),
     ("analyze bootstrap 1e8", "analyze", ["{w}/run", "--bootstrap", "100000000", "--out", "{w}/analysis"],
      "--bootstrap 100000000: expected an int in [2, 10000]"),
+    ("prune bootstrap 1e8", "prune", ["{w}/run", "--remove", "1", "--by", "gromov", "--bootstrap", "100000000",
+                                      "--out", "{w}/pruned"],
+     "--bootstrap 100000000: expected an int in [2, 10000]"),
     ("prune on a missing GPU", "prune", ["{w}/run", "--blocks", "1", "--device", "cuda:7", "--out", "{w}/pruned"],
      "device 'cuda:7': " + ("this machine has" if torch.cuda.is_available() else "no CUDA GPU is available")),
     ("prune device with ESC and newline", "prune", ["{w}/run", "--blocks", "1", "--device", "cu\x1b[2J\nda",
@@ -94,7 +98,8 @@ def test_user_input_is_one_line_status_2_and_no_file_changes(workspace, capsys, 
     assert sorted(p.name for p in workspace.iterdir()) == ["config.json", "run"]
 
 
-@pytest.mark.parametrize("name, args", [("vit", dict(depth=MAX_DEPTH + 1)), ("cait", dict(depth_token_only=MAX_DEPTH + 1)),
+@pytest.mark.parametrize("name, args", [("vit", dict(depth=MAX_DEPTH + 1)),
+                                        ("cait", dict(depth_token_only=MAX_DEPTH + 1)),
                                         ("gpt_nano", dict(embed_dim=MAX_WIDTH * 2, num_heads=2))])
 def test_the_model_limits_hold_before_any_module_is_built(name, args):
     with torch.device("meta"), pytest.raises(ValueError, match="must be at most"):

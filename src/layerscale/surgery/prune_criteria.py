@@ -39,6 +39,8 @@ def report_folder(args: argparse.Namespace) -> Path:
     """Where the comparison's files go; checked before any work (one line, like DEST)."""
     if args.bootstrap < 2:
         raise ValueError(f"--bootstrap must be an int >= 2, got {args.bootstrap}")
+    if args.bootstrap > 10_000:  # (B, examples) counts held at once, as analyze --bootstrap
+        raise ValueError(f"--bootstrap {args.bootstrap}: expected an int in [2, 10000] (bootstrap replicates)")
     folder = Path(args.report) if args.report is not None else Path(args.out) / "pruning_report"
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"--report {folder}: exists and is not a folder")
