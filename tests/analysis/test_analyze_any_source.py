@@ -52,6 +52,8 @@ def test_hf_folder_analysed_on_evaluation_windows_with_transformers_loss(sources
     expected = hf_loss(transformers.AutoModelForCausalLM.from_pretrained(sources["hf"]).eval(), evaluation)
     assert result.depth == 4 and result.num_examples == SAMPLES and result.task == "language_model"
     assert result.clean_loss == pytest.approx(expected, abs=1e-5)
+    assert f"{SAMPLES} evaluation windows of {SEQ_LEN} tokens" in printed
+    assert result.settings["data"] == [line.strip() for line in printed.splitlines() if "tokenizer:" in line]
     found = re.search(r"perplexity ([0-9.]+) \[([0-9.]+), ([0-9.]+)\]", printed)
     assert found and float(found.group(1)) == pytest.approx(math.exp(expected), rel=1e-5)
     low, high = result.intervals["clean_loss"]

@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{out}: cannot write the analysis ({exc.strerror or exc})") from None
     print(f"{result.model} ({result.residual or 'residual method unknown'}), {result.depth} blocks, "
           f"{result.num_examples} examples: loss {result.clean_loss:.4f}, accuracy {result.clean_accuracy:.4f}")
+    for line in result.settings.get("data", ()):
+        print(f"  {line}")
     if result.task == "language_model":
         print(f"  {perplexity_line(result)}")
     for line in result.summary.lines:

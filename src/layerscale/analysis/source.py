@@ -23,7 +23,8 @@ def analyze_run(source: str | os.PathLike, data: str | None = None, data_path: s
     run's held-out split (or ``data`` / ``data_path``); for a model folder, the image dataset ``data`` (folder
     ``data_path``, at ``img_size``) or, for a language model, the evaluation split of the text ``data_path``
     through the model's tokenizer (``text``: a :class:`~layerscale.analysis.source_data.TextOptions`). ``options`` go to
-    ``analyze_depth``. Returns the :class:`~layerscale.analysis.DepthAnalysis`."""
+    ``analyze_depth``. Returns the :class:`~layerscale.analysis.DepthAnalysis`, its ``settings["data"]`` saying
+    which data it was judged on."""
     from ..sources import read_source
     from .analyze import analyze_depth
     from .source_data import DataRequest, source_data
@@ -34,4 +35,6 @@ def analyze_run(source: str | os.PathLike, data: str | None = None, data_path: s
     options.setdefault("source", str(source))
     if options.get("device") is not None:
         found.model.to(options["device"])
-    return analyze_depth(found.model, split.evaluation, **options)
+    result = analyze_depth(found.model, split.evaluation, **options)
+    result.settings["data"] = list(split.lines)  # which split, how many examples / windows, which tokenizer
+    return result
