@@ -74,3 +74,20 @@ def test_a_study_whose_redo_is_complete_is_named_as_superseded(tmp_path):
                         "side by side)")
     assert lines[1].startswith("- bench-grid: layerscale vs reference at depth 32: +1.0 [0.6, 1.4] points")
     assert len(lines) == 2
+
+
+def test_outside_the_repository_the_demo_points_to_the_results_page(monkeypatch):
+    import layerscale.study.report.committed as committed
+
+    monkeypatch.setattr(committed, "results_root", lambda: None)
+    (line,) = primary_verdict_lines()
+    assert "https://github.com/torch-layerscale/torch-layerscale/blob/main/docs/RESULTS.md" in line
+
+
+def test_the_source_checkouts_results_are_found_from_any_folder(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from layerscale.study.report.committed import results_root
+
+    monkeypatch.chdir(tmp_path)
+    assert results_root() == Path(__file__).resolve().parents[2] / "docs" / "results"

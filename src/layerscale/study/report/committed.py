@@ -25,7 +25,7 @@ REDO_SUFFIX = "-grid"
 def results_root() -> Path | None:
     """``docs/results`` of the source checkout this package runs from (an editable install), else of the current
     folder; ``None`` when neither exists."""
-    here = Path(__file__).resolve().parents[3] / "docs" / "results"
+    here = Path(__file__).resolve().parents[4] / "docs" / "results"  # src/layerscale/study/report/committed.py
     for candidate in (here, Path.cwd() / "docs" / "results"):
         if candidate.is_dir():
             return candidate
@@ -61,7 +61,9 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
     whose redo (``NAME-grid``) is complete is named as superseded by it, its verdicts left out."""
     root = results_root() if root is None else root
     if root is None:
-        return ["The committed studies are in the source repository (docs/results); not found from here."]
+        return ["The committed studies' verdicts, with their intervals: "
+                "https://github.com/torch-layerscale/torch-layerscale/blob/main/docs/RESULTS.md (docs/results is "
+                "not part of an installed package)."]
     lines = []
     for csv_path in sorted(p.parent / "results.csv" for p in root.glob("*/study.json")):
         if not csv_path.is_file():
