@@ -1,6 +1,7 @@
 """Cost of ``analyze_depth`` on a deep Fashion-MNIST ViT, against one forward pass and the naive ablation.
 
 Run: python benchmarks/bench_analysis.py [--threads 1] [--depth 48] [--width 64] [--examples 1000] [--naive]
+     [--criteria gromov,block_influence]
 
 The model is the ``fashion`` study preset's ViT (28×28 images, patch 7: 16 patches + class token, width 64, 4 heads)
 at depth 48, with random weights (the cost does not depend on the weights). The evaluation set is the first
@@ -13,7 +14,10 @@ machine the CPU time is the steady figure), its ratio to one clean forward pass 
 cached-suffix ablation should cost about ``L/2`` forwards, the removal curve at most as much again — usually far
 less — plus a second clean pass), the block evaluations the removal curve needed, and with ``--naive`` the ratio to
 a naive ablation that runs the whole model once per ablated block (``L`` forwards, ablation only: no early exit,
-geometry, removal curve, probes, bootstrap or CKA).
+geometry, removal curve, probes, bootstrap or CKA). The default analysis includes the set-variant effective depth
+(issue 55: greedy by ablation above 8 blocks; the sets it evaluated are printed); ``--criteria`` also times
+``analyze_depth(..., criteria=...)``, which removes n = 1 … L − 1 blocks by each named criterion, as a separate
+ratio (issue 55's budget — 30 forward passes for the default analysis — does not include it).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=250)
     parser.add_argument("--naive", action="store_true", help="also time the naive whole-model ablation")
+    parser.add_argument("--criteria", default=None, help="also time the analysis with these criteria compared")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
@@ -103,6 +108,16 @@ def main() -> None:
           f"{analysis[1] / forward[1]:5.1f} forward passes (the cached-suffix ablation alone ≈ L/2 = "
           f"{args.depth / 2:.0f}); wall on {args.threads} idle core(s) ≈ CPU / threads = "
           f"{analysis[1] / args.threads:.1f} s")
+    summary = result.summary
+    print(f"  set variant: {summary.set_search} by {summary.set_criterion}, D_set = {summary.set_depth} of "
+          f"{args.depth} (D_δ = {summary.effective_depth})")
+    if args.criteria:
+        start = clocks()
+        analyze_depth(model, (images, labels), batch_size=args.batch, max_examples=None, criteria=args.criteria)
+        compared = since(start)
+        print(f"  with --criteria {args.criteria}     {compared[0]:7.2f} / {compared[1]:7.2f}   = "
+              f"{compared[1] / forward[1]:5.1f} forward passes ({(compared[1] - analysis[1]) / forward[1]:.1f} for "
+              "the comparison)")
     if args.naive:
         naive = naive_ablation_seconds(model, images, labels, args.batch)
         print(f"  naive ablation (L full passes)  {naive[0]:7.2f} / {naive[1]:7.2f}   = "
