@@ -54,7 +54,12 @@ def _int_at_least(where: str, field: str, value: Any, low: int, *, optional: boo
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past float's range
+        return False
 
 
 def _mapping(where: str, field: str, value: Any) -> Mapping:

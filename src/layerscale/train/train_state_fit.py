@@ -43,15 +43,34 @@ def _refuse(where: str, field: str, value: Any, expected: str) -> ValueError:
 
 
 def _real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past float's range
+        return False
+
+
+def _same(saved: Any, expected: Any) -> bool:
+    """``saved == expected`` for plain data; ``False`` where the comparison is not a plain bool (a tensor among the
+    saved values compares element-wise) or fails."""
+    try:
+        result = saved == expected
+    except Exception:  # noqa: BLE001 — a crafted value's comparison may raise anything; it is then not the same
+        return False
+    return result if isinstance(result, bool) else False
+
+
+def _tensor_text(value: torch.Tensor) -> str:
+    kind = "" if value.layout == torch.strided else f"{str(value.layout).removeprefix('torch.')} "
+    return f"a {kind}{'meta ' if value.is_meta else ''}{value.dtype} tensor of shape {tuple(value.shape)}"
 
 
 def _moment(where: str, field: str, value: Any, shape: torch.Size, non_negative: bool) -> None:
     expected = f"a finite{' non-negative' if non_negative else ''} float tensor of shape {tuple(shape)}"
     if not isinstance(value, torch.Tensor) or value.layout != torch.strided or value.is_meta \
             or value.dtype not in _FLOATS or value.shape != shape:
-        shown = (f"a {value.dtype} tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor)
-                 else shown_value(value))
+        shown = _tensor_text(value) if isinstance(value, torch.Tensor) else shown_value(value)
         raise ValueError(f"{where}: training-state field {field} is {shown}; expected {expected}")
     if not bool(torch.isfinite(value).all()) or (non_negative and bool((value < 0).any())):
         raise ValueError(f"{where}: training-state field {field} holds "
@@ -67,7 +86,7 @@ def _check_param_state(where: str, name: str, entry: Any, shape: torch.Size, ams
         raise _refuse(where, field, shown, f"an AdamW parameter state with keys {sorted(keys)}")
     count = entry["step"]
     if not isinstance(count, torch.Tensor) or count.dim() != 0 or count.dtype not in _FLOATS \
-            or not math.isfinite(float(count)) or float(count) != int(float(count)) or not 0 <= float(count) <= step:
+            or count.layout != torch.strided or count.is_meta or not math.isfinite(float(count)) or float(count) != int(float(count)) or not 0 <= float(count) <= step:
         raise _refuse(where, f"{field}.step", count, f"a 0-dim float tensor holding a whole number in [0, {step}] "
                                                      f"(the optimizer steps done)")
     for key in sorted(keys - {"step"}):
@@ -81,7 +100,7 @@ def _check_group(where: str, index: int, saved: Any, current: Mapping[str, Any])
     if unknown:
         raise _refuse(where, f"{field} key", unknown[0], f"one of this optimizer's keys {sorted(current)}")
     for key in ("params", "param_names"):
-        if key in saved and (not isinstance(saved[key], list) or saved[key] != names):
+        if key in saved and (not isinstance(saved[key], list) or not _same(saved[key], names)):
             raise _refuse(where, f"{field}.{key}", saved[key], f"this run's {len(names)} parameter names of group "
                                                                f"{index}, in order ({shown_value(names)})")
     if "params" not in saved:
@@ -95,7 +114,7 @@ def _check_group(where: str, index: int, saved: Any, current: Mapping[str, Any])
             raise _refuse(where, f"{field}.betas", betas, "two numbers in [0, 1)")
     for key in _SWITCHES:
         if key in saved and (saved[key] is not current[key] if isinstance(current[key], bool) else
-                             saved[key] != current[key]):
+                             not _same(saved[key], current[key])):
             raise _refuse(where, f"{field}.{key}", saved[key], f"{current[key]!r}, as this run's optimizer")
     for key in _OPTIONAL_SWITCHES:
         if key in saved and saved[key] is not None and not isinstance(saved[key], bool):
@@ -135,7 +154,7 @@ def _check_scheduler(where: str, saved: Mapping[str, Any], current: Mapping[str,
             ok, expected = value is None or type(value) is type(now), f"a {type(now).__name__} or null"
         if not ok:
             raise _refuse(where, field, value, expected)
-    if saved["last_epoch"] != step:
+    if not _same(saved["last_epoch"], step):
         raise _refuse(where, "scheduler.last_epoch", saved["last_epoch"],
                       f"{step}, the field step (the schedule steps once per optimizer step)")
 
@@ -156,7 +175,7 @@ def check_state_fits(where: str, state: Mapping[str, Any], *, model: torch.nn.Mo
     if "model_args" in state:
         saved = state["model_args"]
         for key in sorted(set(saved) | set(model_args)):
-            if saved.get(key, "<absent>") != model_args.get(key, "<absent>"):
+            if not _same(saved.get(key, "<absent>"), model_args.get(key, "<absent>")):
                 raise _refuse(where, f"model_args.{key}", saved.get(key, "<absent>"),
                               f"{shown_value(model_args.get(key, '<absent>'))}, as this run builds the model "
                               f"(a model built otherwise is a new run: run.init_from)")
