@@ -70,12 +70,13 @@ def comparison_lines(comparison: CriterionComparison) -> list[str]:
     lines.append(f"full model: loss {comparison.clean_loss:.4f} [{low:.4f}, {high:.4f}], accuracy "
                  f"{comparison.clean_accuracy:.4f} ({level} intervals over {comparison.num_examples} evaluation "
                  f"examples; blocks chosen on the {comparison.scoring})")
-    lines.append("  n  " + "  ".join(f"{name + ': Δ loss [interval] blocks':<44}" for name in comparison.criteria))
+    lines.append(("  n  " + "  ".join(f"{name + ': Δ loss [interval] blocks':<44}"
+                                      for name in comparison.criteria)).rstrip())
     depth_n = len(next(iter(comparison.curves.values())).sets)
     for n in range(depth_n):
         cells = []
         for curve in comparison.curves.values():
             lo, hi = curve.delta_loss_interval[n]
             cells.append(f"{curve.delta_loss[n]:+.4f} [{lo:+.4f}, {hi:+.4f}] {ranges(curve.sets[n]):<14}")
-        lines.append(f"{n + 1:>3}  " + "  ".join(f"{c:<44}" for c in cells))
+        lines.append((f"{n + 1:>3}  " + "  ".join(f"{c:<44}" for c in cells)).rstrip())
     return lines
