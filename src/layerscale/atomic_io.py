@@ -47,9 +47,15 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically; returns ``Path(path)``."""
+    """Write ``data`` to ``path`` atomically; returns ``Path(path)``. A failed write (a full disk) is an ``OSError``
+    naming ``path``, which is untouched."""
     with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+        try:
+            tmp.write_bytes(data)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return Path(path)
 
 

@@ -1,5 +1,6 @@
 """A full disk while a checkpoint is written (issue 59, item 6): one line, status 2, no chained tracebacks, nothing
-already on disk lost or changed, and the run resumes to the very weights of an uninterrupted one.
+already on disk lost or changed, and the run resumes to the very weights of an uninterrupted one. The same for the
+other files a run writes: a ``metrics.jsonl`` record, and any file written whole (``summary.json``, ``config.yaml``).
 
 The disk fills up inside the writers, as a real full disk does: the file that ``torch.save`` writes
 ``train_state.pt`` through raises ``OSError(ENOSPC)`` part-way (torch then fails again closing the half-written
@@ -18,6 +19,8 @@ import torch
 from train_helpers import final_weights, tiny_config
 
 import layerscale.train.checkpoint as checkpoint_module
+import layerscale.train.metrics_log as metrics_module
+from layerscale.atomic_io import write_text_atomic
 from layerscale.cli import main
 
 safetensors = pytest.importorskip("safetensors")
@@ -122,3 +125,54 @@ def test_other_errors_of_the_writer_are_not_dressed_as_a_full_disk(tmp_path, mon
     with pytest.raises(RuntimeError, match="some other failure"):
         checkpoint_module.save_checkpoint(tmp_path, 1, {"w": torch.zeros(2)}, {"step": 1}, keep=1)
     assert list((tmp_path / "checkpoints").iterdir()) == []
+
+
+class _FullDiskText:
+    """``metrics.jsonl`` opened for appending, on a disk that fills up at the record of step 4."""
+
+    def __init__(self, path, snapshots, run_dir):
+        self._file, self._snapshots, self._run_dir = open(path, "a", encoding="utf-8"), snapshots, run_dir  # noqa: SIM115
+
+    def write(self, text):
+        if text.startswith('{"step": 4,'):
+            self._snapshots.append(hashes(self._run_dir))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self._file.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+
+def test_full_disk_at_a_metrics_record_is_one_line_and_resumes_exactly(tmp_path, capsys, monkeypatch,
+                                                                       uninterrupted):
+    run_dir = tmp_path / "run"
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
+    snapshots = []
+    with monkeypatch.context() as patch:
+        patch.setattr(metrics_module, "open", lambda path, *a, **k: _FullDiskText(path, snapshots, run_dir),
+                      raising=False)
+        assert main(["train", "--config", str(tmp_path / "config.json"), "--out", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"layerscale train: error: {run_dir / 'metrics.jsonl'}: No space left on device; the "
+                          f"record of step 4 is not written and the run stopped"), err
+    assert len(snapshots) == 1 and hashes(run_dir) == snapshots[0]
+    assert main(["train", "--resume", str(run_dir)]) == 0
+    resumed = final_weights(run_dir)
+    for name, tensor in uninterrupted.items():
+        assert torch.equal(resumed[name], tensor), name
+
+
+def test_a_file_written_whole_on_a_full_disk_is_named_and_left_as_it_was(tmp_path, monkeypatch):
+    target = tmp_path / "summary.json"
+    target.write_text("the summary before")
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(type(target), "write_bytes", full)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        write_text_atomic(target, "a new summary")
+    assert caught.value.filename == str(target) and caught.value.errno == errno.ENOSPC
+    assert target.read_text() == "the summary before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]

@@ -9,6 +9,7 @@ ones written after that checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -78,7 +79,8 @@ class MetricsLog:
         self._writer = None
         if not active:
             return
-        self._file = open(run_dir / METRICS_FILE, "a", encoding="utf-8")  # noqa: SIM115 (open for the run; close())
+        self._path = run_dir / METRICS_FILE
+        self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115 (open for the run; close())
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -89,8 +91,16 @@ class MetricsLog:
     def write(self, record: dict[str, Any]) -> None:
         if not self.active:
             return
-        self._file.write(json.dumps({k: _json_value(v) for k, v in record.items()}) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps({k: _json_value(v) for k, v in record.items()}) + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk: one line naming the file; what was flushed before stays
+            file, self._file = self._file, None
+            with contextlib.suppress(OSError):  # its buffer cannot be written either
+                file.close()
+            raise OSError(exc.errno, f"{exc.strerror or exc}; the record of step {record.get('step')} is not "
+                                     f"written and the run stopped (resume it once there is room)",
+                          str(self._path)) from None
         if self._writer is not None:
             split, step = record.get("split", "train"), record.get("step", 0)
             for key, value in record.items():
