@@ -80,6 +80,11 @@ CASES = [
     ("grow past the depth limit", "grow", ["{w}/run", "--insert", "100000000", "--where", "top", "--out",
                                             "{w}/grown"],
      "insert=100000000: 3 + 100000000 blocks is more than 1024, the most blocks a model may have"),
+    ("analyze device with ESC and newline", "analyze", ["{w}/run", "--device", "cu\x1b[2J\nda", "--out",
+                                                        "{w}/analysis"],
+     r"device 'cu\x1b[2J\nda' is not a torch device"),
+    ("train device with ESC and newline", "train", ["--resume", "{w}/run", "--set", "run.device=cu\x1b[2J\nda"],
+     r"config key run.device: 'cu\x1b[2J\nda' is not allowed"),
     ("prune a block twice", "prune", ["{w}/run", "--blocks", "0,0", "--out", "{w}/pruned"],
      "--blocks '0,0': block 0 is named twice; expected distinct block indices"),
 ]
