@@ -10,12 +10,13 @@ at depth 48, with random weights (the cost does not depend on the weights). The 
 
 Printed: the analysis's wall time and process CPU time (issue 27's target: ≤ 60 s of CPU time on one thread for
 depth 48 and 1,000 images, the contiguous n-block removal curve and the bootstrap intervals included; on a shared
-machine the CPU time is the steady figure), its ratio to one clean forward pass over the same images (the
-cached-suffix ablation should cost about ``L/2`` forwards, the removal curve at most as much again — usually far
-less — plus a second clean pass), the block evaluations the removal curve needed, and with ``--naive`` the ratio to
+machine the CPU time is the steady figure), its ratio to one clean forward pass over the same images (the median
+of ``--forward-rounds`` passes before and as many after the analysis, since one pass alone moves by half on a
+loaded machine; the cached-suffix ablation should cost about ``L/2`` forwards, the removal curve at most as much
+again — usually far less — plus a second clean pass), the block evaluations the removal curve needed, and with ``--naive`` the ratio to
 a naive ablation that runs the whole model once per ablated block (``L`` forwards, ablation only: no early exit,
 geometry, removal curve, probes, bootstrap or CKA). The default analysis includes the set-variant effective depth
-(issue 55: greedy by ablation above 8 blocks; the sets it evaluated are printed); ``--criteria`` also times
+(issue 55: greedy by ablation above 8 blocks; its search and result are printed); ``--criteria`` also times
 ``analyze_depth(..., criteria=...)``, which removes n = 1 … L − 1 blocks by each named criterion, as a separate
 ratio (issue 55's budget — 30 forward passes for the default analysis — does not include it).
 """
@@ -88,6 +89,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=250)
     parser.add_argument("--naive", action="store_true", help="also time the naive whole-model ablation")
     parser.add_argument("--criteria", default=None, help="also time the analysis with these criteria compared")
+    parser.add_argument("--forward-rounds", type=int, default=3,
+                        help="clean forward passes timed before and after the analysis; the median is the unit")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
@@ -98,12 +101,18 @@ def main() -> None:
     print(f"ViT depth {args.depth}, width {args.width}, 17 tokens; {len(images)} images: {what}; "
           f"{args.threads} threads, batch {args.batch}")
     forward_seconds(model, images[:args.batch], args.batch)  # warm-up
-    forward = forward_seconds(model, images, args.batch)
+    passes = [forward_seconds(model, images, args.batch) for _ in range(args.forward_rounds)]
     start = clocks()
     result = analyze_depth(model, (images, labels), batch_size=args.batch, max_examples=None)
     analysis = since(start)
+    passes += [forward_seconds(model, images, args.batch) for _ in range(args.forward_rounds)]
+    # the median over passes before and after the analysis: one pass alone moves by half on a loaded machine
+    cpu = sorted(p[1] for p in passes)
+    forward = (sorted(p[0] for p in passes)[len(passes) // 2], cpu[len(cpu) // 2])
+    print(f"  forward passes (CPU s, {len(passes)} before and after the analysis): "
+          + " ".join(f"{c:.2f}" for c in cpu))
     print("  seconds: wall / process CPU; ratios from CPU time")
-    print(f"  one forward pass over the set   {forward[0]:7.2f} / {forward[1]:7.2f}")
+    print(f"  one forward pass (median)       {forward[0]:7.2f} / {forward[1]:7.2f}")
     print(f"  analyze_depth (all measures)    {analysis[0]:7.2f} / {analysis[1]:7.2f}   = "
           f"{analysis[1] / forward[1]:5.1f} forward passes (the cached-suffix ablation alone ≈ L/2 = "
           f"{args.depth / 2:.0f}); wall on {args.threads} idle core(s) ≈ CPU / threads = "
