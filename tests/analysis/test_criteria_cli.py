@@ -58,6 +58,7 @@ def test_analyze_by_writes_the_comparison_beside_the_html(run_dir, tmp_path, cap
     for name in ("analysis.html", "criteria.md", "criteria.tex", "removal_gromov.svg", "removal_ablation.pdf",
                  "angular_heatmap.svg", "depth_summary.tex"):
         assert (out / name).is_file(), name
+    assert "<h2>Pruning criteria compared</h2>" in (out / "analysis.html").read_text()
     assert main(["analyze", str(run_dir), "--out", str(out), "--examples", "40", "--no-progress"]) == 2
     assert "already exists; use --force" in capsys.readouterr().err
 

@@ -165,6 +165,26 @@ def figure_probes(result: DepthAnalysis):
     return fig
 
 
+def figure_criteria(result: DepthAnalysis):
+    """The loss change after removing n blocks by each criterion compared (``result.criteria``), with bands."""
+    from .criterion_comparison import CriterionComparison
+
+    comparison = CriterionComparison.from_dict(result.criteria)
+    fig, axes = plots.new_figure(7, 4.0)
+    ax = axes[0, 0]
+    for color, (name, curve) in zip(plots.run_colors(len(comparison.curves)), comparison.curves.items()):
+        ns = list(range(1, len(curve.delta_loss) + 1))
+        ax.plot(ns, curve.delta_loss, marker="o", ms=2.5, color=color, label=name)
+        ax.fill_between(ns, [b[0] for b in curve.delta_loss_interval], [b[1] for b in curve.delta_loss_interval],
+                        color=color, alpha=0.2, lw=0)
+    ax.axhline(result.summary.tolerance, color="k", ls="--", lw=1, label=f"δ = {result.summary.tolerance:g} nats")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xlabel("blocks removed (n)")
+    ax.set_ylabel("Δ loss (removed − full, nats)")
+    ax.legend(fontsize=7)
+    return fig
+
+
 def figure_cka(result: DepthAnalysis):
     """The L × L CKA heatmap (linear or debiased) between block outputs."""
     fig, axes = plots.new_figure(5.2, 4.4)
@@ -244,6 +264,14 @@ def analysis_sections(result: DepthAnalysis) -> list[ReportSection]:
             f"blocks later, on the token the head reads ({result.readout}), for every start and span length; the "
             "circles mark the start of the span the gromov criterion removes for each n. Dark runs are spans that "
             "barely turn the stream.", name="angular_heatmap"))
+    if result.criteria:
+        sections.append(ReportSection(
+            "Pruning criteria compared", figure_criteria(result),
+            f"Change of the evaluation loss after removing n blocks chosen by each criterion (gromov: Gromov et "
+            f"al.'s contiguous span; block_influence: ShortGPT's lowest Block Influence; angular: the lowest "
+            f"single-block angular distance; ablation: the cheapest single ablations; gamma: the smallest "
+            f"γ-scaled branches), with {level} bootstrap bands; the table is criteria.md / criteria.tex.",
+            name="criteria"))
     if result.probe_accuracy:
         sections.append(ReportSection(
             "Linear probes against depth", figure_probes(result),
