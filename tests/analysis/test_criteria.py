@@ -191,3 +191,18 @@ def test_gamma_without_layerscale_names_the_block_and_the_other_criteria():
 def test_parse_criteria_keeps_the_order_given():
     assert parse_criteria("block_influence, gromov") == ["block_influence", "gromov"]
     assert set(CRITERIA) == {"gromov", "block_influence", "angular", "ablation", "gamma"}
+
+
+def test_gamma_on_a_model_without_layerscale_is_refused_before_the_analysis_runs(monkeypatch):
+    import layerscale.analysis.analyze as analyze
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the streams were captured before the gamma criterion was checked")
+
+    monkeypatch.setattr(analyze, "_capture", must_not_run)
+    torch.manual_seed(0)
+    model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=16, depth=3,
+                         num_heads=2, residual="prenorm").eval()
+    for options in ({"set_criterion": "gamma"}, {"criteria": "gromov,gamma"}):
+        with pytest.raises(ValueError, match="the gamma criterion needs LayerScale on both branches"):
+            analyze.analyze_depth(model, (IMAGES.float(), LABELS), **options)

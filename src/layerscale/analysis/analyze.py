@@ -39,12 +39,12 @@ from .block_ranking import (batch_readout, block_influence, has_class_token, rea
                             stream_distances)
 from .chance import chance_note
 from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
+from .criteria import CRITERIA, SCORE_CRITERIA, CriterionRanking, parse_criteria
 from .device import analysis_device
 from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss
 from .geometry import angular_distance, relative_update_norm
 from .intervals import IntervalTable
 from .probe_curves import ProbeResults, probe_curves
-from .criteria import CRITERIA, SCORE_CRITERIA, CriterionRanking, parse_criteria
 from .result import DepthAnalysis
 from .set_depth import resolve_search, search_set_depth
 from .span_removal import SPAN_SELECTIONS, best_per_length, candidate_spans, remove_spans, span_losses, spans_to_run
@@ -201,6 +201,10 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     if set_criterion not in SCORE_CRITERIA:
         raise ValueError(f"set_criterion must be one of {', '.join(SCORE_CRITERIA)}, got {set_criterion!r}")
     criteria = parse_criteria(criteria, CRITERIA, "criteria") if criteria else []
+    if set_criterion == "gamma" or "gamma" in criteria:
+        from .gamma_score import check_gamma_criterion
+
+        check_gamma_criterion(model)
     if device is None:
         first = next(iter(model.parameters()), None)
         device = first.device if first is not None else torch.device("cpu")

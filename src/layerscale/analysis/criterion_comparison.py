@@ -115,6 +115,10 @@ def compare_criteria(model: nn.Module, data: Any, criteria: str | Sequence[str],
     _check_int("bootstrap", bootstrap, 2)
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
         raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+    if "gamma" in names and gamma is None:
+        from .gamma_score import check_gamma_criterion
+
+        check_gamma_criterion(stack.model)
     evalset = as_eval_set(data, max_examples)
     scoring_set = evalset if scoring is None else as_eval_set(scoring, max_examples)
     model = stack.model

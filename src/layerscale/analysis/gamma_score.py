@@ -20,7 +20,19 @@ from torch import nn
 
 from .streams import find_block_stack
 
-__all__ = ["gamma_scores"]
+__all__ = ["check_gamma_criterion", "gamma_scores"]
+
+
+def check_gamma_criterion(model: nn.Module) -> None:
+    """A one-line ``ValueError`` unless every block of ``model``'s main stack has LayerScale on both branches
+    (checked before any computation by the callers that will need :func:`gamma_scores`)."""
+    stack = find_block_stack(model)
+    for index, probe in enumerate(stack.blocks):
+        scaled = sum(branch.scale is not None for branch in probe.branches)
+        if scaled < 2:
+            raise ValueError(f"the gamma criterion needs LayerScale on both branches of every block; block {index} "
+                             f"({probe.name!r}) of {stack.model_name} has {scaled}; use another criterion "
+                             "(gromov, block_influence, angular, ablation)")
 
 
 def gamma_scores(model: nn.Module, batches: Iterable[torch.Tensor]) -> list[float]:
@@ -29,13 +41,8 @@ def gamma_scores(model: nn.Module, batches: Iterable[torch.Tensor]) -> list[floa
     Raises a one-line ``ValueError`` when a block lacks LayerScale on a branch, or when no batch is given."""
     from ..diagnostics.monitor import LayerScaleMonitor
 
+    check_gamma_criterion(model)
     stack = find_block_stack(model)
-    for index, probe in enumerate(stack.blocks):
-        scaled = sum(branch.scale is not None for branch in probe.branches)
-        if scaled < 2:
-            raise ValueError(f"the gamma criterion needs LayerScale on both branches of every block; block {index} "
-                             f"({probe.name!r}) of {stack.model_name} has {scaled}; use another criterion "
-                             "(gromov, block_influence, angular, ablation)")
     monitor = LayerScaleMonitor(stack.model, every=1, track_updates=False, warn=False, training_only=False)
     monitor.begin_step(0, force=True)
     try:
