@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 #: what the demo's study imports, by module: (the package pip installs, the extra that brings it)
-NEEDED = {"sklearn": ("scikit-learn", "data"), "yaml": ("pyyaml", "train"), "safetensors": ("safetensors", "train")}
+NEEDED = {"sklearn": ("scikit-learn", "data"), "yaml": ("pyyaml", "train"), "safetensors": ("safetensors", "train"),
+          "scipy": ("scipy", "stats")}
 
 
 def missing_extras() -> str | None:
