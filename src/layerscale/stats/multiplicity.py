@@ -45,16 +45,16 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def benjamini_hochberg(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Benjamini–Hochberg step-up adjusted p-values (q-values), in the input's order."""
+    """Benjamini–Hochberg step-up adjusted p-values (q-values), in the input's order:
+    ``scipy.stats.false_discovery_control(method="bh")`` over the p-values present. (Holm's procedure is not in
+    SciPy, hence :func:`holm` above.)"""
+    from scipy.stats import false_discovery_control
+
     index = _present(pvalues)
-    order = sorted(index, key=lambda i: pvalues[i])
-    m = len(order)
     out: list[float | None] = [None] * len(pvalues)
-    running = 1.0
-    for rank in range(m - 1, -1, -1):
-        i = order[rank]
-        running = min(running, min(1.0, m * pvalues[i] / (rank + 1)))
-        out[i] = running
+    if index:
+        for i, p in zip(index, false_discovery_control([pvalues[i] for i in index], method="bh")):
+            out[i] = float(p)
     return out
 
 
