@@ -215,3 +215,18 @@ def test_a_model_without_blocks_is_a_clear_error():
         LayerScaleMonitor(nn.Sequential(nn.Linear(4, 4)))
     with pytest.raises(ValueError, match="expected a torch.nn.Module"):
         find_blocks("vit")
+
+
+
+def test_the_monitor_reads_a_float64_model():
+    """A float64 model (an analysis in double precision) is monitored as its float32 copy is, not refused by a
+    float32 norm."""
+    torch.manual_seed(0)
+    model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=3, depth=2, embed_dim=16,
+                         num_heads=2, residual="layerscale")
+    _perturb_scales(model)
+    x = torch.randn(2, 1, 8, 8)
+    single = _record(model, x)
+    double = _record(model.double(), x.double())
+    expected = [(b["attn"]["ratio"], b["mlp"]["ratio"], b["stream_rms"]) for b in single["blocks"]]
+    _check(double, expected)

@@ -20,8 +20,11 @@ def _whole(t: torch.Tensor) -> torch.Tensor:
 
 
 def sum_of_squares(x: torch.Tensor) -> torch.Tensor:
-    """``Σ x²`` over every element, in float32, detached (a 0-d tensor on ``x``'s device)."""
-    return torch.linalg.vector_norm(x.detach(), dtype=torch.float32).square()
+    """``Σ x²`` over every element, detached (a 0-d tensor on ``x``'s device): in float32 for float32 and lower
+    precisions (bf16 / fp16 sums accumulate in float32), in float64 for a float64 tensor (``vector_norm`` refuses to
+    narrow a double to float32)."""
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return torch.linalg.vector_norm(x.detach(), dtype=dtype).square()
 
 
 @torch.no_grad()
