@@ -199,7 +199,9 @@ def test_gamma_on_a_model_without_layerscale_is_refused_before_the_analysis_runs
     def must_not_run(*args, **kwargs):
         raise AssertionError("the streams were captured before the gamma criterion was checked")
 
-    monkeypatch.setattr(analyze, "_capture", must_not_run)
+    from layerscale.analysis.streams import BlockStack
+
+    monkeypatch.setattr(BlockStack, "capture_evaluation", must_not_run)
     torch.manual_seed(0)
     model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=16, depth=3,
                          num_heads=2, residual="prenorm").eval()

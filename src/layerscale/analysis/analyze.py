@@ -100,14 +100,6 @@ def _pool(t: torch.Tensor, pooling: str) -> torch.Tensor:
     return (t[:, 0] if pooling == "cls" else t.mean(dim=1)).float().cpu()
 
 
-def _capture(stack: BlockStack, inputs: torch.Tensor, module_points: bool):
-    try:
-        return stack.capture(inputs, module_points=module_points)
-    except (RuntimeError, IndexError) as exc:
-        raise ValueError(f"{stack.model_name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
-                         f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
-
-
 def _geometry_means(per_example: dict[str, list[torch.Tensor]]) -> dict[str, torch.Tensor]:
     """Per-block means of the per-example geometry gathered so far (``angular``, ``influence``, ...)."""
     return {key: torch.cat(chunks).mean(dim=0) for key, chunks in per_example.items() if chunks}
@@ -228,7 +220,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         with torch.inference_mode():
             for inputs, targets in evalset.batches(batch_size):
                 inputs, targets = inputs.to(device), targets.to(device)
-                captured = _capture(stack, inputs, probes)
+                captured = stack.capture_evaluation(inputs, module_points=probes)
                 logits = logits_of(captured.output, name)
                 task, readout = batch_readout(model, stack, logits, targets, (task, readout))
                 outputs = logits.shape[-1]
@@ -279,7 +271,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                 bar.extend(batches * len(to_run))
                 for inputs, targets in evalset.batches(batch_size):
                     inputs, targets = inputs.to(device), targets.to(device)
-                    captured = _capture(stack, inputs, False)
+                    captured = stack.capture_evaluation(inputs, module_points=False)
                     remove_spans(stack, inputs, targets, captured, to_run, removed, bar.step)
                     del captured
             comparison = None

@@ -180,11 +180,7 @@ def measure_streams(model: nn.Module, batches: Any, *, ablation: bool = False, d
         with torch.inference_mode():
             for inputs, targets in evalset.batches(batch_size):
                 inputs, targets = inputs.to(device), targets.to(device)
-                try:
-                    captured = stack.capture(inputs)
-                except (RuntimeError, IndexError) as exc:
-                    raise ValueError(f"{name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
-                                     f"{inputs.dtype} on {device}: {str(exc).splitlines()[0]}") from None
+                captured = stack.capture_evaluation(inputs)
                 logits = logits_of(captured.output, name)
                 task, readout = batch_readout(model, stack, logits, targets, (task, readout))
                 streams = captured.streams

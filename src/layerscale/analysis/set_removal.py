@@ -38,11 +38,7 @@ def set_losses(stack: BlockStack, evalset: EvalSet, sets: Sequence[Sequence[int]
     with torch.inference_mode():
         for inputs, targets in evalset.batches(batch_size):
             inputs, targets = inputs.to(device), targets.to(device)
-            try:
-                captured = stack.capture(inputs)
-            except (RuntimeError, IndexError) as exc:
-                raise ValueError(f"{name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
-                                 f"{inputs.dtype}: {str(exc).splitlines()[0]}") from None
+            captured = stack.capture_evaluation(inputs)
             logits = logits_of(captured.output, name)
             outputs = logits.shape[-1]
             clean.add(0, *per_example_loss(logits, targets))

@@ -106,6 +106,15 @@ class BlockStack:
                 else:
                     module.forward = previous
 
+    def capture_evaluation(self, inputs: torch.Tensor, module_points: bool = False) -> CapturedBatch:
+        """:meth:`capture` of an evaluation batch; a model that cannot take it (a shape or dtype it does not
+        accept) is one ``ValueError`` naming the batch and the model's first error line."""
+        try:
+            return self.capture(inputs, module_points=module_points)
+        except (RuntimeError, IndexError) as exc:
+            raise ValueError(f"{self.model_name} cannot take evaluation inputs of shape {tuple(inputs.shape)} "
+                             f"{inputs.dtype} on {inputs.device}: {str(exc).splitlines()[0]}") from None
+
     def capture(self, inputs: torch.Tensor, module_points: bool = False) -> CapturedBatch:
         """The clean forward of ``inputs``, recording every block's input stream and output (and, with
         ``module_points``, the attention-branch output, MLP-branch output and second-norm input of each block).
