@@ -171,3 +171,45 @@ def test_a_second_study_in_a_held_folder_is_refused_whole(tmp_path, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("operation", ["unpack", "report"])
+def test_sigterm_during_unpack_or_report_leaves_no_temporary_folder(tmp_path, operation):
+    """A stop (SIGTERM) while the archive is being read removes the temporary folder, as any error does."""
+    import os
+    import signal
+
+    folder = _study(tmp_path / "s")
+    from layerscale.study.run.archive import pack_runs
+
+    pack_runs(folder)
+    import shutil
+
+    shutil.rmtree(folder / "runs")
+    marker = tmp_path / "extracting"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = (
+        "import sys, time, pathlib\n"
+        "import layerscale.study.run.archive as archive\n"
+        "real = archive._extract\n"
+        "def slow(a, into):\n"
+        "    real(a, into)\n"
+        f"    pathlib.Path({str(marker)!r}).write_text('x')\n"
+        "    time.sleep(60)\n"
+        "archive._extract = slow\n"
+        + (f"archive.unpack_runs({str(folder)!r})\n" if operation == "unpack" else
+           f"archive.report_from_archive(pathlib.Path({str(folder)!r}), lambda copy: None)\n"))
+    process = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(scratch)})
+    try:
+        for _ in range(600):
+            if marker.exists() or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert marker.exists()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 143
+    finally:
+        process.kill()
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".unpacking-")]
+    assert not list(scratch.iterdir())

@@ -51,7 +51,9 @@ import json
 import lzma
 import os
 import shutil
+import signal
 import tarfile
+import threading
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -282,6 +284,26 @@ def _extract(archive: Path, into: Path) -> None:
         raise ValueError(f"{where}: not a readable runs archive ({exc})") from None
 
 
+@contextmanager
+def _cleaned_up_on_sigterm() -> Iterator[None]:
+    """SIGTERM (a job scheduler's stop, ``kill``) raised as ``SystemExit(143)`` for the ``with`` block, so the
+    temporary folders of :func:`unpack_runs` and :func:`report_from_archive` are removed as on any other error
+    (Python's default SIGTERM ends the process without running ``finally``). Outside the main thread, where no
+    handler can be installed, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def unpack_runs(study_dir: str | os.PathLike) -> Path:
     """Restore ``study_dir/runs/`` from ``study_dir/runs.tar.xz`` (extracted into a temporary folder beside it,
     renamed into place when complete). ``ValueError`` when there is no archive or ``runs/`` already exists."""
@@ -291,7 +313,7 @@ def unpack_runs(study_dir: str | os.PathLike) -> Path:
         raise ValueError(f"--unpack: {archive} not found; nothing to unpack")
     if runs.exists():
         raise ValueError(f"--unpack: {runs} already exists; move it away first (nothing was overwritten)")
-    with tempfile.TemporaryDirectory(prefix=".unpacking-", dir=study_dir) as tmp:
+    with _cleaned_up_on_sigterm(), tempfile.TemporaryDirectory(prefix=".unpacking-", dir=study_dir) as tmp:
         _extract(archive, Path(tmp))
         extracted = Path(tmp) / RUNS_DIR
         extracted.mkdir(exist_ok=True)
@@ -338,7 +360,7 @@ def report_from_archive(study_dir: str | os.PathLike, rebuild: Callable[[Path], 
     Returns what ``rebuild`` returned and the temporary folder's path as it was (gone by then: map paths in the
     result back with :func:`relocated`). On any error nothing in ``study_dir`` changes."""
     study_dir = Path(study_dir)
-    with _extracted_copy(study_dir) as copy:
+    with _cleaned_up_on_sigterm(), _extracted_copy(study_dir) as copy:
         result = rebuild(copy)
         _copy_back(copy, study_dir)
         return result, copy
