@@ -100,19 +100,22 @@ def test_killing_a_submitit_local_study_leaves_no_worker_training(tmp_path):
 
 @pytest.mark.slow
 def test_a_concurrent_rerun_is_refused_by_the_lock_and_changes_nothing(tmp_path):
+    """A second study in a folder the first still runs in is refused whole (issue 59 item 7): one line naming the
+    first one's process, before any worker starts or any table is rewritten."""
     from layerscale.study.study import run_study
+    from layerscale.train.run_lock import RunDirectoryInUse
 
     out = tmp_path / "study"
     run_dir = out / "runs" / RUN_ID
     first = _start_study(out, "local")
     try:
         [worker] = _wait_until_training(first, run_dir)
-        rerun = run_study(StudySpec(("prenorm",), (1,), (0,), base=copy.deepcopy(BASE), lrs=(1e-3,)), out,
-                          jobs=1, threads=1, report=False, progress=False, executor=ExecutorOptions(),
-                          log=lambda *_: None)
-        [failure] = rerun.failures
-        assert failure.run_id == RUN_ID
-        assert f"in use by pid {worker}, a live process training this run" in failure.last_line, failure.last_line
+        before = {p: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"}
+        with pytest.raises(RunDirectoryInUse, match=f"another study is running in this folder \\(pid {first.pid}\\)"):
+            run_study(StudySpec(("prenorm",), (1,), (0,), base=copy.deepcopy(BASE), lrs=(1e-3,)), out,
+                      jobs=1, threads=1, report=False, progress=False, executor=ExecutorOptions(),
+                      log=lambda *_: None)
+        assert {p: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"} == before
         assert _workers(run_dir) == [worker], "the rerun started a second worker or stopped the first"
         assert first.poll() is None  # the first study trains on, undisturbed
     finally:
