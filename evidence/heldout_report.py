@@ -89,21 +89,27 @@ def _value(value, digits: int) -> str:
 
 
 def reading(heldout: str, study: str) -> str:
-    """How the held-out verdict reads against the study's (the DESIGN.md addenda of 2026-12-01 17:10 UTC): the
-    same verdict — held; within noise where the study found a difference — not replicated at this power, which is
-    not a contradiction; a significant difference of the opposite sign — contradicted."""
+    """How the held-out verdict reads against the study's, in three words (issue 60, 2026-12-06): **replicated** —
+    the same difference, beyond noise, on data the study did not use; **contradicted** — a difference beyond noise
+    of the opposite sign; **inconclusive** — anything else: within noise where the study found a difference (not
+    replicated at this power, which is no contradiction), a difference where the study found none, or within noise
+    both times (a null result is not replicated by another null: the design's addendum of 2026-12-01 17:10 UTC read
+    that case as "held", which overstated it)."""
     directional = ("better", "worse")
     if heldout == "no spread":
-        return "no spread on the held-out data, so no verdict to compare"
-    if heldout == study:
-        return "the study's verdict held on the held-out data"
-    if heldout == "within noise" and study in directional:
-        return "not replicated at this power (3 seeds); not a contradiction"
+        return "inconclusive: no spread on the held-out data, so no verdict to compare"
+    if heldout in directional and heldout == study:
+        return "replicated: the same verdict on data the study did not use"
     if heldout in directional and study in directional:
         return "contradicted: a significant difference of the opposite sign"
+    if heldout == "within noise" and study in directional:
+        return "inconclusive: not replicated at this power (3 seeds); not a contradiction"
+    if heldout == "within noise" and study == "within noise":
+        return "inconclusive: within noise both times (a null result is not replicated by another null)"
     if heldout in directional:
-        return f"a difference on the held-out data ({heldout}) where the study's verdict is {study or 'missing'}"
-    return f"held-out {heldout}, study {study or 'missing'}"
+        return (f"inconclusive: a difference on the held-out data ({heldout}) where the study's verdict is "
+                f"{study or 'missing'}")
+    return f"inconclusive: held-out {heldout or 'missing'}, study {study or 'missing'}"
 
 
 def report_text(check: dict, runs: list[dict]) -> str:
@@ -148,8 +154,9 @@ def sections(check: dict, runs: list[dict], level: str) -> list[str]:
     if verdict in ("", "n < 3"):
         lines += [f"The held-out check is not complete: {len(paired)} of {len(check['seeds'])} seeds paired.", ""]
     else:
-        lines += [f"Held-out verdict: {verdict}; the study's: {s['verdict'] or '—'}. Read as the design's addendum "
-                  f"of 2026-12-01 17:10 UTC says: {reading(verdict, s['verdict'])}.", ""]
+        lines += [f"Held-out verdict: {verdict}; the study's: {s['verdict'] or '—'}. Reading (replicated, "
+                  "contradicted or inconclusive, the rule of 2026-12-06; the design's addendum of 2026-12-01 17:10 UTC "
+                  f"read two null results as \"held\"): {reading(verdict, s['verdict'])}.", ""]
     lines += [f"{level} Per method (held-out)", "",
               f"The test metric on {check['heldout_data']}: mean over seeds with its 95 % t-interval "
               f"({'truncated to [0, 100]' if metric.classification else 'bits per byte'}), each seed's value, and "

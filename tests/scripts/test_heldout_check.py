@@ -376,10 +376,12 @@ def test_a_missing_corpus_is_refused_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("heldout, study, expected", [
-    ("better", "better", "held"), ("within noise", "better", "not replicated"), ("within noise", "worse",
-                                                                                 "not replicated"),
-    ("worse", "better", "contradicted"), ("better", "within noise", "a difference on the held-out data"),
-    ("within noise", "within noise", "held"), ("no spread", "better", "no verdict"),
+    ("better", "better", "replicated:"), ("worse", "worse", "replicated:"),
+    ("within noise", "better", "inconclusive: not replicated at this power"),
+    ("within noise", "worse", "inconclusive: not replicated at this power"),
+    ("worse", "better", "contradicted:"), ("better", "within noise", "inconclusive: a difference on the held-out"),
+    ("within noise", "within noise", "inconclusive: within noise both times"),
+    ("no spread", "better", "inconclusive: no spread"),
 ])
-def test_the_held_out_verdict_reads_as_the_addendum_says(heldout, study, expected):
-    assert expected in reading(heldout, study)
+def test_the_held_out_verdict_reads_replicated_contradicted_or_inconclusive(heldout, study, expected):
+    assert reading(heldout, study).startswith(expected)
