@@ -269,9 +269,10 @@ def _grid_choice(study: Study) -> list[str]:
             for c in cells if len(c["tied_lrs"]) > 1]
     extended = [f"{where(c)} (added {', '.join(f'{lr:g}' for lr in c['extended_with'])}; settled at "
                 f"{c['chosen_lr']:g})" for c in cells if c["extended_with"]]
-    edge = [f"{where(c)} ({c['chosen_lr']:g}, the {'largest' if c['chosen_lr'] == max(c['rates']) else 'smallest'}"
-            " tried)" for c in cells
-            if len(c["tied_lrs"]) < 2 and c["chosen_lr"] in (min(c["rates"]), max(c["rates"]))]
+    edge = [f"{where(c)} (best mean at {c['best_lr']:g}, the "
+            f"{'largest' if c['best_lr'] == max(c['rates']) else 'smallest'} tried"
+            + (f"; the tie rule took {c['chosen_lr']:g}" if c["chosen_lr"] != c["best_lr"] else "") + ")"
+            for c in cells if c["best_lr"] is not None and c["best_lr"] in (min(c["rates"]), max(c["rates"]))]
     at_shared = sum(c["chosen_lr"] == shared for c in cells)
     more = " (more in the primary family's cells)" if study.design.get("primary_seeds") else ""
     times = study.design.get("extend_grid") or 0
@@ -284,7 +285,8 @@ def _grid_choice(study: Study) -> list[str]:
             f"{at_shared} of the {len(cells)} cells chose the shared rate.", "",
             "- Ties: " + ("; ".join(ties) if ties else "none") + ".",
             "- Extended: " + ("; ".join(extended) if extended else "none") + ".",
-            "- Still at the edge of the rates tried (the best rate may lie beyond them): "
+            "- Best mean still at an edge of the rates tried (the best rate may lie beyond them, whatever the tie "
+            "rule took): "
             + ("; ".join(edge) if edge else "none") + "."]
 
 

@@ -190,15 +190,17 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
         return {"table": "tuned", "method": method, "depth": str(depth), "lr": str(lr),
                 "metric": "test accuracy (%)"}
 
-    def cell(method, depth, chosen, tied=(), extended=(), rates=(1e-4, 3e-4, 1e-3, 3e-3)):
-        return {"method": method, "depth": depth, "chosen_lr": chosen, "tied_lrs": list(tied) or [chosen],
-                "rates": sorted([*rates, *extended]), "extended_with": list(extended)}
+    def cell(method, depth, chosen, tied=(), extended=(), rates=(1e-4, 3e-4, 1e-3, 3e-3), best=None):
+        return {"method": method, "depth": depth, "chosen_lr": chosen, "best_lr": best or chosen,
+                "tied_lrs": list(tied) or [chosen], "rates": sorted([*rates, *extended]),
+                "extended_with": list(extended)}
 
     from layerscale.study.report.results_table import ResultRow
 
     design = {"methods": ["prenorm", "layerscale"], "depths": [4, 32], "lrs": [1e-4, 3e-4, 1e-3, 3e-3],
               "reference": "prenorm", "tuning": "grid", "extend_grid": 1, "shapes": [["prenorm", 4, 180]]}
-    cells = [cell("prenorm", 4, 1e-3, tied=(3e-4, 1e-3)), cell("prenorm", 32, 1e-3),
+    cells = [cell("prenorm", 4, 1e-3, tied=(3e-4, 1e-3), best=3e-4),
+             cell("prenorm", 32, 1e-3, tied=(1e-3, 3e-3), best=3e-3),  # the tie pulled an edge inward
              cell("layerscale", 4, 3e-3, extended=(9e-3,)), cell("layerscale", 32, 1e-4)]
     rows = [ResultRow(row(c["method"], c["depth"], c["chosen_lr"])) for c in cells]
     rows += [ResultRow({**row("prenorm", 4, 1e-3), "table": "shared"})]
@@ -206,7 +208,9 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
     block = render_block("depthbench-rates", {"depthbench": study})
     assert "| layerscale | 0.003 | 0.0001 |" in block
     assert "outward (×3 or ÷3), at most 1 time. 2 of the 4 cells chose the shared rate." in block
-    assert "- Ties: prenorm at 4 blocks (0.0003, 0.001: 0.001 taken)." in block
+    assert ("- Ties: prenorm at 4 blocks (0.0003, 0.001: 0.001 taken); prenorm at 32 blocks (0.001, 0.003: 0.001 "
+            "taken).") in block
     assert "- Extended: layerscale at 4 blocks (added 0.009; settled at 0.003)." in block
-    assert ("- Still at the edge of the rates tried (the best rate may lie beyond them): layerscale at 32 blocks "
-            "(0.0001, the smallest tried).") in block
+    assert ("- Best mean still at an edge of the rates tried (the best rate may lie beyond them, whatever the tie rule "
+            "took): prenorm at 32 blocks (best mean at 0.003, the largest tried; the tie rule took 0.001); "
+            "layerscale at 32 blocks (best mean at 0.0001, the smallest tried).") in block

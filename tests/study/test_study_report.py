@@ -409,12 +409,14 @@ def test_cells_still_at_the_edge_of_the_rates_they_tried_are_named():
         chosen={("prenorm", 2): 1e-3, ("rezero", 2): 3e-3, ("dyt", 4): 3e-4, ("prenorm", 4): 3e-3},
         choices={("prenorm", 2): RateChoice(1e-3, 1e-3, (1e-3,)), ("rezero", 2): RateChoice(3e-3, 3e-3, (3e-3,)),
                  ("dyt", 4): RateChoice(3e-4, 3e-4, (3e-4,)),
-                 ("prenorm", 4): RateChoice(3e-3, 1e-2, (3e-3, 1e-2))},  # a tie: no edge claim
+                 # a tie pulled the choice inward from an edge: the edge is still named (issue 60)
+                 ("prenorm", 4): RateChoice(3e-3, 1e-2, (3e-3, 1e-2))},
         rates={("prenorm", 2): grid, ("rezero", 2): grid, ("dyt", 4): grid, ("prenorm", 4): (*grid, 1e-2)})
     sentence = grid_edge_sentence(spec, tuning)
-    assert sentence.endswith("rezero at depth 2 (0.003, the largest tried), dyt at depth 4 (0.0003, the smallest "
-                             "tried).")
-    assert "prenorm" not in sentence
+    assert sentence.endswith("rezero at depth 2 (best mean at 0.003, the largest tried), dyt at depth 4 (best mean "
+                             "at 0.0003, the smallest tried), prenorm at depth 4 (best mean at 0.01, the largest "
+                             "tried; the tie rule took 0.003).")
+    assert "prenorm at depth 2" not in sentence
     one_rate = StudySpec(("prenorm",), (2,), (0, 1, 2), json.loads(json.dumps(TINY_BASE)), lrs=(1e-3,))
     assert grid_edge_sentence(one_rate, tuning) is None
 
@@ -441,4 +443,4 @@ def test_the_multiplicity_sentence_counts_what_has_a_p_value(families, expected)
 def test_markdown_of_a_study_with_edge_choices_says_so(tmp_path):
     *_, markdown = make_study(tmp_path, lrs=(1e-4, 1e-3))
     section = markdown.split("## Learning-rate choice")[1].split("\n## ")[0]
-    assert "Still at the edge of the rates tried" in section and "- Ties: none." in section
+    assert "Best mean still at an edge of the rates tried" in section and "- Ties: none." in section

@@ -183,20 +183,22 @@ def tuning_lines(spec: StudySpec, tuning, cells: list[CellResult]) -> list[str]:
 
 
 def grid_edge_sentence(spec: StudySpec, tuning) -> str | None:
-    """The cells whose choice is still the smallest or largest rate they tried (after any extension): there the
-    best rate may lie outside what was tried, so the tuned number may understate the method. ``None``: none."""
+    """The cells whose **best mean** is still the smallest or largest rate they tried (after any extension): there
+    the best rate may lie beyond the rates tried, whatever the tie rule then took, so the tuned number may understate
+    the method (issue 60: a tie pulled inward must not hide an edge). ``None``: none."""
     if not spec.tuned or tuning is None:
         return None
     edges = []
     for (m, d), choice in tuning.choices.items():
         rates = tuning.rates.get((m, d), ())
-        if len(rates) > 1 and choice.lr in (min(rates), max(rates)) and not choice.is_tie:
-            side = "largest" if choice.lr == max(rates) else "smallest"
-            edges.append(f"{m} at depth {d} ({format_lr(choice.lr)}, the {side} tried)")
+        if len(rates) > 1 and choice.best in (min(rates), max(rates)):
+            side = "largest" if choice.best == max(rates) else "smallest"
+            taken = "" if choice.lr == choice.best else f"; the tie rule took {format_lr(choice.lr)}"
+            edges.append(f"{m} at depth {d} (best mean at {format_lr(choice.best)}, the {side} tried{taken})")
     if not edges:
         return None
-    return ("Still at the edge of the rates tried, where the best rate may lie beyond them (the tuned number may "
-            "understate the method there): " + ", ".join(edges) + ".")
+    return ("Best mean still at an edge of the rates tried, where the best rate may lie beyond them (the tuned number "
+            "may understate the method there): " + ", ".join(edges) + ".")
 
 
 def per_seed_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> list[str]:
