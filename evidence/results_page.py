@@ -204,12 +204,14 @@ def _comparisons(study: Study) -> list[str]:
             row = study.cell(table, method, depth)
             if row is None or row.interval("diff") is None:
                 return "—"
-            mark = "*" if row.family == "primary" else ""
+            mark = "*" if row.family == "primary" else " =" if row["same_runs_as"] else ""
             return f"{study.interval(row)} {row.verdict}{mark} (p {format_p(row.p())})"
 
+        twins = any(r["same_runs_as"] for r in study.table(table))
         lines += [f"Difference against {study.reference} in {study.unit}, {title} (paired by seed; verdict by the "
-                  "adjusted p shown: Holm for the primary comparisons, marked *, Benjamini–Hochberg for the rest):",
-                  "", *_wide(study, "method", methods, cell), ""]
+                  "adjusted p shown: Holm for the primary comparisons, marked *, Benjamini–Hochberg for the rest"
+                  + ("; = the same runs as the tuned table's row, with its verdict, counted once" if twins else "")
+                  + "):", "", *_wide(study, "method", methods, cell), ""]
     return lines[:-1]
 
 

@@ -84,6 +84,27 @@ def test_the_primary_family_is_holm_adjusted_and_the_rest_bh():
     assert all(c.family == "" for c in cells if c.method == "prenorm")  # the reference compares with nothing
 
 
+def test_a_shared_row_with_the_tuned_rows_runs_is_counted_once():
+    """Both methods chose the shared rate at depth 4: the shared row repeats the tuned row (issue 60). It enters no
+    family, takes its twin's p-values and says so; BH runs over the distinct comparisons only."""
+    from dataclasses import replace
+
+    spec = StudySpec(("prenorm", "layerscale"), (4, 16), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3))
+    tuned = _two_depth_cells()
+    shared = [replace(c, table="shared") for c in tuned if c.depth == 4]  # 1e-3 everywhere at depth 4: twins
+    shared += [replace(c, table="shared", lr=3e-3) for c in tuned if c.depth == 16 and c.method == "layerscale"]
+    shared += [replace(c, table="shared") for c in tuned if c.depth == 16 and c.method == "prenorm"]
+    cells, contrasts = assign_families(spec, tuned + shared, depth_contrasts(spec, tuned))
+    by = {(c.table, c.depth): c for c in cells if c.method == "layerscale"}
+    twin = by[("shared", 4)]
+    assert twin.same_runs_as == "tuned" and twin.family == ""
+    assert (twin.p_raw, twin.p_adj) == (by[("tuned", 4)].p_raw, by[("tuned", 4)].p_adj)
+    assert by[("shared", 16)].same_runs_as == "" and by[("shared", 16)].family == EXPLORATORY
+    exploratory = [x for x in (*cells, *contrasts) if x.family == EXPLORATORY]
+    assert twin not in exploratory and len(exploratory) == 1 + 1 + len(contrasts)  # tuned@4, shared@16, contrasts
+    assert [x.p_adj for x in exploratory] == pytest.approx(benjamini_hochberg([x.p_raw for x in exploratory]))
+
+
 def test_an_interaction_can_be_named_primary():
     spec = StudySpec(("prenorm", "layerscale"), (4, 16), (0, 1, 2), TINY_BASE,
                      primary=("layerscale@16", "layerscale@4:16"))

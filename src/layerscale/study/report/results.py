@@ -72,6 +72,9 @@ class CellResult:
     p_raw: float | None = None   # two-sided t-test p-value of diff
     p_adj: float | None = None   # Holm (primary) or Benjamini–Hochberg (exploratory) adjusted
     bootstrap: tuple[float, float] | None = None  # two-level bootstrap interval of diff (primary family)
+    #: the table of another row with exactly these runs (the shared row of a cell whose method and reference both
+    #: chose the shared rate repeats the tuned row): its verdict is that row's, and it is not counted again
+    same_runs_as: str = ""
 
 
 def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> RunResult:
@@ -167,6 +170,7 @@ def results_rows(cells: list[CellResult], metric: Metric, contrasts: list[Contra
         row.update(_comparison_columns(c.diff, c.family, c.p_raw, c.p_adj, metric))
         row["diff_per_seed"] = _diff_seeds(c)
         row["bootstrap_low"], row["bootstrap_high"] = c.bootstrap or ("", "")
+        row["same_runs_as"] = c.same_runs_as
         row.update(_flat_interval("steps_to_target", c.steps_to_target))
         row["reached_target"] = c.reached_target
         row.update(_flat_interval("val_best", c.val_best))

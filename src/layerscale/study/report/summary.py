@@ -96,7 +96,7 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
 
 def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], declared: bool = True) -> str:
     """What a 95 % verdict means across this many comparisons, with the study's own counts."""
-    compared = [x for x in (*cells, *contrasts) if x.p_raw is not None]
+    compared = [x for x in (*cells, *contrasts) if x.p_raw is not None and not getattr(x, "same_runs_as", "")]
     primary = sum(x.family == PRIMARY for x in compared)
     rest = len(compared) - primary
     if not compared:
@@ -253,12 +253,14 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
         lines += wide_table(spec, cells, table, lambda c: "tuning not finished" if c.lr is None else
                             format_interval(c.test, digits) + (f" (lr {format_lr(c.lr)})" if with_lr else "")
                             + (f", {c.diverged}/{c.runs} diverged" if c.diverged else ""))
+        twins = table != "tuned" and any(c.same_runs_as for c in cells if c.table == table)
         lines += ["", f"Difference against {spec.reference_method} (paired by seed; verdict by adjusted p, "
-                      "primary comparisons marked *):", ""]
+                      "primary comparisons marked *" + ("; = the same runs as the tuned table's row, counted once"
+                                                         if twins else "") + "):", ""]
         lines += wide_table(spec, cells, table, lambda c: "reference" if c.method == spec.reference_method else
                             format_interval(c.diff, digits, signed=True)
                             + f" {verdict(c.diff, metric.higher_is_better, c.p_adj)}"
-                            + ("*" if c.family == PRIMARY else ""))
+                            + ("*" if c.family == PRIMARY else "") + (" =" if c.same_runs_as else ""))
         lines += ["", "What the intervals support:", ""]
         lines += summary_sentences(spec, cells, metric, table) or ["- No finished cells yet."]
         lines.append("")

@@ -4,7 +4,9 @@ A study's **primary family** is fixed in its design (``StudySpec.primary``; defa
 reference at the deepest depth, tuned table): a few comparisons chosen before the runs, adjusted by Holm so that
 the chance of any false verdict among them is at most 5 %. **Everything else** — every other method-against-
 reference cell of both tables, every depth gain and every depth-use interaction — is one exploratory family
-adjusted by Benjamini–Hochberg (at most 5 % of its "better" / "worse" verdicts expected false). Raw p-values are the
+adjusted by Benjamini–Hochberg (at most 5 % of its "better" / "worse" verdicts expected false). Each distinct
+comparison counts once: a shared-table row that repeats the tuned row's runs (issue 60) is named as such and takes
+that row's verdict. Raw p-values are the
 two-sided t-tests of the intervals shown (:func:`layerscale.stats.intervals.p_value`); the intervals themselves are
 not adjusted, so an interval can exclude 0 while the adjusted verdict says "within noise".
 """
@@ -48,13 +50,33 @@ def verdict(diff: Interval | None, higher_is_better: bool, p_adj: float | None =
     return "better" if (diff.mean > 0) == higher_is_better else "worse"
 
 
+def _twins(spec, cells: list) -> dict[int, object]:
+    """``{id(row): twin}`` for every shared-table cell whose comparison uses exactly the runs of the tuned table's
+    cell (the method and the reference at the same rates in both tables): the same comparison, to count once."""
+    rates = {(c.table, c.method, c.depth): c.lr for c in cells}
+    tuned = {(c.method, c.depth): c for c in cells if c.table == "tuned"}
+    twins = {}
+    for c in cells:
+        twin = tuned.get((c.method, c.depth))
+        if c.table == "tuned" or twin is None or c.method == spec.reference_method or c.lr is None:
+            continue
+        reference = spec.reference_method
+        if c.lr == twin.lr and rates.get((c.table, reference, c.depth)) == rates.get(("tuned", reference, c.depth)):
+            twins[id(c)] = twin
+    return twins
+
+
 def assign_families(spec, cells: list, contrasts: list[Contrast]) -> tuple[list, list[Contrast]]:
     """``cells`` and ``contrasts`` with ``family``, ``p_raw`` and ``p_adj`` set (Holm within the primary family,
-    BH within the rest). The reference's own cells carry no comparison."""
+    BH within the rest), each distinct comparison counted once: a shared-table row whose runs are the tuned row's
+    (both methods chose the shared rate) is in no family of its own; it takes its twin's p-values (so its verdict)
+    and says so (``same_runs_as``), instead of entering the adjustment a second time. The reference's own cells carry no
+    comparison."""
     primary = {primary_key(e) for e in spec.primary}
-    items: list[tuple[str, object]] = []  # (family, item)
+    twins = _twins(spec, cells)
+    items: list[tuple[str, object]] = []  # (family, item), distinct comparisons only
     for c in cells:
-        if c.method == spec.reference_method:
+        if c.method == spec.reference_method or id(c) in twins:
             continue
         key = ("diff", c.method, None, c.depth)
         items.append((PRIMARY if c.table == "tuned" and key in primary else EXPLORATORY, c))
@@ -67,7 +89,12 @@ def assign_families(spec, cells: list, contrasts: list[Contrast]) -> tuple[list,
         members = [item for fam, item in items if fam == family]
         for item, p in zip(members, adjust([raw[id(i)] for i in members], method)):
             adjusted[id(item)] = (family, p)
+
     def update(item):
+        if id(item) in twins:  # not a comparison of its own: in no family, with its twin's p-values and verdict
+            twin = twins[id(item)]
+            _, p = adjusted.get(id(twin), ("", None))
+            return replace(item, family="", p_raw=raw.get(id(twin)), p_adj=p, same_runs_as=twin.table)
         if id(item) not in adjusted:
             return item
         family, p = adjusted[id(item)]
