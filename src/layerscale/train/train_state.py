@@ -53,7 +53,8 @@ def _int_at_least(where: str, field: str, value: Any, low: int, *, optional: boo
         raise _refuse(where, field, value, f"an int >= {low}" + (" or null" if optional else ""))
 
 
-def _number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a finite int or float (not a bool; an int past float's range is not)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False
     try:
@@ -71,7 +72,7 @@ def _mapping(where: str, field: str, value: Any) -> Mapping:
 def _check_early_stopping(where: str, value: Any) -> None:
     state = _mapping(where, "early_stopping", value)
     best = state.get("best")
-    if best is not None and not _number(best):
+    if best is not None and not is_finite_number(best):
         raise _refuse(where, "early_stopping.best", best, "a finite number or null")
     for name in ("best_step", "stopped_step"):
         _int_at_least(where, f"early_stopping.{name}", state.get(name), 0, optional=True)
@@ -113,7 +114,7 @@ def check_train_state(where: str, state: Mapping[str, Any]) -> None:
     if "world_size" in state:
         _int_at_least(where, "world_size", state["world_size"], 1)
     elapsed = state.get("elapsed", 0.0)
-    if not _number(elapsed) or elapsed < 0:
+    if not is_finite_number(elapsed) or elapsed < 0:
         raise _refuse(where, "elapsed", elapsed, "a finite number of seconds >= 0")
     if not isinstance(state["model"], str):
         raise _refuse(where, "model", state["model"], "a model name (str)")

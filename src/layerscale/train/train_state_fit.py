@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from ..messages import shown_value
+from .train_state import is_finite_number
 
 __all__ = ["check_state_fits"]
 
@@ -40,15 +41,6 @@ _OPTIONAL_SWITCHES = ("fused", "foreach")
 
 def _refuse(where: str, field: str, value: Any, expected: str) -> ValueError:
     return ValueError(f"{where}: training-state field {field} is {shown_value(value)}; expected {expected}")
-
-
-def _real(value: Any) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int past float's range
-        return False
 
 
 def _same(saved: Any, expected: Any) -> bool:
@@ -86,7 +78,8 @@ def _check_param_state(where: str, name: str, entry: Any, shape: torch.Size, ams
         raise _refuse(where, field, shown, f"an AdamW parameter state with keys {sorted(keys)}")
     count = entry["step"]
     if not isinstance(count, torch.Tensor) or count.dim() != 0 or count.dtype not in _FLOATS \
-            or count.layout != torch.strided or count.is_meta or not math.isfinite(float(count)) or float(count) != int(float(count)) or not 0 <= float(count) <= step:
+            or count.layout != torch.strided or count.is_meta or not math.isfinite(float(count)) \
+            or float(count) != int(float(count)) or not 0 <= float(count) <= step:
         raise _refuse(where, f"{field}.step", count, f"a 0-dim float tensor holding a whole number in [0, {step}] "
                                                      f"(the optimizer steps done)")
     for key in sorted(keys - {"step"}):
@@ -106,11 +99,11 @@ def _check_group(where: str, index: int, saved: Any, current: Mapping[str, Any])
     if "params" not in saved:
         raise _refuse(where, field, sorted(saved), "a parameter group with params")
     for key in _NUMBER_KEYS:
-        if key in saved and (not _real(saved[key]) or saved[key] < 0):
+        if key in saved and (not is_finite_number(saved[key]) or saved[key] < 0):
             raise _refuse(where, f"{field}.{key}", saved[key], "a finite number >= 0")
     if "betas" in saved:
         betas = saved["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2 or not all(_real(b) and 0 <= b < 1 for b in betas):
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2 or not all(is_finite_number(b) and 0 <= b < 1 for b in betas):
             raise _refuse(where, f"{field}.betas", betas, "two numbers in [0, 1)")
     for key in _SWITCHES:
         if key in saved and (saved[key] is not current[key] if isinstance(current[key], bool) else
@@ -146,9 +139,9 @@ def _check_scheduler(where: str, saved: Mapping[str, Any], current: Mapping[str,
         elif isinstance(now, int):
             ok, expected = isinstance(value, int) and not isinstance(value, bool) and value >= 0, "an int >= 0"
         elif isinstance(now, float):
-            ok, expected = _real(value), "a finite number"
+            ok, expected = is_finite_number(value), "a finite number"
         elif isinstance(now, list):
-            ok = isinstance(value, list) and len(value) == len(now) and all(_real(v) for v in value)
+            ok = isinstance(value, list) and len(value) == len(now) and all(is_finite_number(v) for v in value)
             expected = f"a list of {len(now)} finite numbers (one per parameter group)"
         else:
             ok, expected = value is None or type(value) is type(now), f"a {type(now).__name__} or null"
