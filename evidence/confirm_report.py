@@ -92,7 +92,8 @@ def primary_rows(root: Path, redo_root: Path) -> list[dict]:
                     "low": diff.low if diff else "", "high": diff.high if diff else "",
                     "bootstrap_low": p.row["bootstrap_low"], "bootstrap_high": p.row["bootstrap_high"],
                     "p_raw": p.row.p("p_raw"), "p_adj": p_adj, "verdict": called,
-                    "confirmation": confirmation(p.redo_verdict, called)})
+                    "confirmation": confirmation(p.redo_verdict, called),
+                    "shown": format_interval(diff, 1, signed=True) if diff else "—"})  # not a CSV column
     return out
 
 
@@ -175,9 +176,8 @@ def _markdown(primary: list[dict], stability: list[dict], spikes: dict) -> str:
              "| study | comparison | redo | difference [95 % CI] | bootstrap | p | Holm p | verdict | confirmation |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in primary:
-        interval = format_interval(_interval(r), 1, signed=True) if r["mean"] != "" else "—"
         boot = f"[{float(r['bootstrap_low']):+.1f}, {float(r['bootstrap_high']):+.1f}]" if r["bootstrap_low"] else "—"
-        lines.append(f"| {r['study']} | {r['comparison']} | {r['redo_verdict']} | {interval} | {boot} | "
+        lines.append(f"| {r['study']} | {r['comparison']} | {r['redo_verdict']} | {r['shown']} | {boot} | "
                      f"{format_p(r['p_raw'])} | {format_p(r['p_adj'])} | {r['verdict']} | {r['confirmation']} |")
     lines += ["", "## Stability family (Holm within it): seed spread against the reference", "",
               "| study | method | depth | spread | reference | ratio [95 % bootstrap] | Pitman–Morgan p | Holm p | "
@@ -191,14 +191,6 @@ def _markdown(primary: list[dict], stability: list[dict], spikes: dict) -> str:
     for (study, method, depth), (runs, diverged, total, with_spike) in sorted(spikes.items()):
         lines.append(f"| {study} | {method} | {depth} | {runs} | {diverged} | {total} | {with_spike} |")
     return "\n".join(lines) + "\n"
-
-
-def _interval(row: dict):
-    from layerscale.stats.intervals import Interval
-
-    spread = None if row["low"] in ("", None) else (0.0 if row["low"] == row["high"] else 1.0)
-    return Interval(float(row["mean"]), row["low"] if row["low"] != "" else None,
-                    row["high"] if row["high"] != "" else None, int(row["n"] or 0), spread)
 
 
 def write_report(root: Path, redo_root: Path) -> dict[str, Path]:
