@@ -69,3 +69,28 @@ def test_loss_spikes_follow_lightnings_rule():
     assert loss_spikes([10.0, 1.0, 1.0, 3.5], window=3) == []
     # spikes stay out of the mean, so a lasting jump counts at every record until the mean could follow it
     assert loss_spikes([1.0] * 3 + [10.0] * 3) == [3, 4, 5]
+
+
+def test_spread_interval_is_the_chi_square_interval_of_the_standard_deviation():
+    from layerscale.stats.stability import spread_interval
+
+    # published factors of the 95 % interval of σ for n = 3 and n = 5 (Boost.Math, "Confidence intervals on the
+    # standard deviation": 0.5207–6.2847 and 0.5991–2.8736 times s)
+    values = [1.0, 2.0, 3.0]  # s = 1
+    low, high = spread_interval(values)
+    assert (round(low, 4), round(high, 4)) == (0.5207, 6.2847)
+    five = [0.0, 1.0, 2.0, 3.0, 4.0]
+    s = seed_spread(five)
+    low, high = spread_interval(five)
+    assert (round(low / s, 4), round(high / s, 4)) == (0.5991, 2.8736)
+    with pytest.raises(ValueError):
+        spread_interval([1.0])
+
+
+def test_a_draw_of_equal_reference_values_is_left_out_not_a_ratio_of_rounding():
+    # 85.6 three times has a numpy std of about 1e-14, not 0: such draws would put ratios of ~1e13 in the interval
+    # (DepthBench's Pre-LN at 16 blocks, test accuracy of its three seeds, against LayerScale's)
+    reference = {0: 85.63, 1: 85.6, 2: 85.6}
+    values = {0: 86.11999999999999, 1: 86.49, 2: 86.22}
+    ratio = spread_ratio(values, reference, draws=2000, seed=0)
+    assert ratio.high < 1e3 and ratio.draws < 2000

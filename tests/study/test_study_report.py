@@ -122,7 +122,7 @@ def make_study(study_dir: Path, *, methods=("prenorm", "layerscale", "rezero"), 
                            rates={cell: tuple(spec.lrs) for cell in rungs}, extended={cell: () for cell in rungs},
                            rungs=rungs)
     plan = StudyPlan(TOTAL_STEPS, metric, plan.data_description, params or {})
-    cells, _, markdown = summarize(spec, plan, results, finals, tuning)
+    cells, _, _, markdown = summarize(spec, plan, results, finals, tuning)
     return spec, plan, results, cells, rungs, markdown
 
 

@@ -9,7 +9,9 @@ The product's claim is stability, so a study measures it rather than inferring i
 - **Seed spread** (:func:`seed_spread`): the sample standard deviation (``n − 1``) of a cell's final metric over
   its seeds; :func:`spread_ratio` is a method's spread over the reference's, with a 95 % percentile bootstrap
   interval over seeds (Efron & Tibshirani 1993, ch. 13) that resamples seed indices jointly for both arms, because
-  the two arms are paired by seed.
+  the two arms are paired by seed. :func:`spread_interval` is the spread's own interval from the chi-square pivot
+  ``(n − 1) s² / σ² ~ χ²(n − 1)`` of normal data (Casella & Berger 2002, *Statistical Inference*, 2nd ed., §9.2):
+  ``[s √((n − 1)/χ²_{1−α/2}), s √((n − 1)/χ²_{α/2})]``, ``scipy.stats.chi2``.
 - **Equal spread of paired samples** (:func:`pitman_morgan`): Pitman (1939, *Biometrika* 31:9–12) and Morgan (1939,
   *Biometrika* 31:13–19): for paired ``x, y``, ``Var x = Var y`` exactly when ``x + y`` and ``x − y`` are
   uncorrelated, so the test of equal variances is the test of zero Pearson correlation between sums and
@@ -30,8 +32,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["RateWindow", "rate_window", "seed_spread", "SpreadRatio", "spread_ratio", "pitman_morgan",
-           "loss_spikes"]
+__all__ = ["RateWindow", "rate_window", "seed_spread", "spread_interval", "SpreadRatio", "spread_ratio",
+           "pitman_morgan", "loss_spikes"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,17 @@ def seed_spread(values: Sequence[float]) -> float:
     return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
+def spread_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The two-sided ``level`` interval of the standard deviation of normal data from the sample ``values``: the
+    chi-square pivot of the module docstring. ``ValueError`` for fewer than 2 values."""
+    from scipy.stats import chi2
+
+    s, df = seed_spread(values), len(values) - 1
+    alpha = 1.0 - level
+    return (s * math.sqrt(df / float(chi2.ppf(1.0 - alpha / 2.0, df))),
+            s * math.sqrt(df / float(chi2.ppf(alpha / 2.0, df))))
+
+
 @dataclass(frozen=True)
 class SpreadRatio:
     """A method's seed spread over the reference's, its percentile bootstrap interval, and the draws used."""
@@ -79,7 +92,8 @@ def spread_ratio(values: Mapping[int, float], reference: Mapping[int, float], dr
                  level: float = 0.95) -> SpreadRatio:
     """``seed_spread(values) / seed_spread(reference)`` over the seeds both have, with the percentile bootstrap
     interval of the ratio: each draw resamples the shared seeds with replacement, the same seeds for both arms.
-    Draws whose reference spread is 0 are left out (``draws`` says how many counted). ``ValueError`` with fewer
+    Draws whose reference spread is 0 (below 1e-9 of the values: equal values up to rounding) are left out
+    (``draws`` says how many counted). ``ValueError`` with fewer
     than 3 shared seeds or a reference without spread."""
     import numpy as np
 
@@ -93,7 +107,9 @@ def spread_ratio(values: Mapping[int, float], reference: Mapping[int, float], dr
     rng = np.random.default_rng(seed)
     index = rng.integers(0, len(seeds), size=(draws, len(seeds)))
     sx, sy = x[index].std(axis=1, ddof=1), y[index].std(axis=1, ddof=1)
-    keep = sy > 0
+    # a draw of equal reference values has no spread, but numpy's two-pass std leaves rounding of about 1e-14 there
+    # (85.63 three times), which would put ratios of 1e13 into the interval: below 1e-9 of the values, none
+    keep = sy > 1e-9 * max(1.0, float(np.abs(y).max()))
     ratios = sx[keep] / sy[keep]
     alpha = 1.0 - level
     low, high = np.quantile(ratios, [alpha / 2.0, 1.0 - alpha / 2.0])

@@ -10,7 +10,7 @@ Order is the contract:
    (:mod:`layerscale.study.run.tuning`), scored on the validation split; the choice per cell goes to ``tuning.json``.
 3. **Final runs**: every seed at the tuned rate and at the shared rate, to the full budget; each reads the test
    split once, when it ends.
-4. **Tables and report** from the run directories alone (so they can be rebuilt anywhere the folder is copied).
+4. **Tables and report** (stability tables included, :mod:`.report.stability_table`) from the run directories alone (so they can be rebuilt anywhere the folder is copied).
 
 Interrupting at any point and rerunning the same command continues: finished runs are kept, paused and
 interrupted ones resume from their checkpoints.
@@ -36,6 +36,7 @@ from .report.verdicts import assign_families
 from .report.contrasts import Contrast, depth_contrasts
 from .design.plan import StudyPlan, plan_study, resolve_plan, write_plan
 from .report.primary_bootstrap import with_bootstrap
+from .report.stability_table import stability_rows
 from .run.rate_search import TuningOutcome, tune_study
 from .run.tuning import RungResult
 
@@ -53,13 +54,14 @@ class StudySummary:
     failures: list[RunFailure] = field(default_factory=list)
     contrasts: list[Contrast] = field(default_factory=list)
     tuning: TuningOutcome | None = None
+    stability: list[dict] = field(default_factory=list)  # stability.csv's rows (report.stability_table)
 
 
 def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
     """``spec`` whose runs record diagnostics at least 20 times (γ growth readable in the report): the base's
     ``diagnostics.every`` when it already does, else :func:`diagnostics_every` of the run length. Only the runs'
     configs change; ``study.json`` keeps the design as given."""
-    from ..train.config import DiagnosticsConfig
+    from ..train.config.schema import DiagnosticsConfig
     from .design.diagnostics_interval import diagnostics_every
 
     section = spec.base.get("diagnostics") or {}
@@ -71,24 +73,26 @@ def _with_enough_diagnostics(spec: StudySpec, total_steps: int) -> StudySpec:
 
 def summarize(spec: StudySpec, plan: StudyPlan, results: list[RunResult], finals: list, tuning: TuningOutcome):
     """The cells of both tables (families, adjusted p-values and, for the primary family, bootstrap intervals
-    set), the across-depth contrasts and the Markdown, from the runs as collected."""
+    set), the across-depth contrasts, the stability rows (:mod:`.report.stability_table`) and the Markdown, from
+    the runs as collected."""
     chosen = tuning.chosen
     cells = cell_results(spec, results, chosen, plan.params, plan.metric)
     cells, contrasts = assign_families(spec, cells, depth_contrasts(spec, cells))
     cells = with_bootstrap(spec, cells, finals, plan.metric, chosen)
+    stability = stability_rows(spec, results, cells, tuning.rates, plan.metric)
     pending = sum(1 for r in results if r.kind == "final" and r.status not in ("finished", "diverged"))
     markdown = study_markdown(spec, cells, plan.metric, study_cost(spec, results, chosen), plan.total_steps, pending,
-                              contrasts, tuning)
-    return cells, contrasts, markdown
+                              contrasts, tuning, stability)
+    return cells, contrasts, stability, markdown
 
 
 @contextmanager
 def _holding(study_dir: Path) -> Iterator[None]:
-    """Hold the study folder's lock (``STUDY_DIR/.lock``, :mod:`layerscale.train.run_lock`) for a whole study call:
+    """Hold the study folder's lock (``STUDY_DIR/.lock``, :mod:`layerscale.train.state.run_lock`) for a whole study call:
     a second ``layerscale study`` on the same ``--out`` while the first still runs (training or rewriting its
     tables) is refused with one line before it writes anything, instead of its workers colliding with the first's
     runs and its tables overwriting the first's."""
-    from ..train.run_lock import RunDirectoryInUse, hold_run_dir
+    from ..train.state.run_lock import RunDirectoryInUse, hold_run_dir
 
     try:
         with hold_run_dir(study_dir):
@@ -145,12 +149,12 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
         finals = spec.final_runs(study_dir, chosen, every_rate=tuning.rates if spec.tuning == "grid" else None)
         failures += pool(finals, "final runs")
         results = [collect_run(r, plan.metric, spec.target) for r in [*tuning.tune_runs, *finals]]
-        cells, contrasts, markdown = summarize(spec, plan, results, finals, tuning)
+        cells, contrasts, stability, markdown = summarize(spec, plan, results, finals, tuning)
         if analyze:
             from .report.depth_use import analyze_final_runs, effective_depth_markdown
 
             markdown += "\n" + effective_depth_markdown(spec, analyze_final_runs(spec, finals, results, chosen, log=log))
-        paths = write_tables(study_dir, results, cells, plan.metric, markdown, contrasts)
+        paths = write_tables(study_dir, results, cells, plan.metric, markdown, contrasts, stability)
         if report:
             from .report.html_report import write_study_report
 
@@ -158,4 +162,5 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
 
             paths["report"] = write_study_report(study_dir, spec, plan, results, cells, rungs, markdown)
             paths["headline"] = headline_path(study_dir, plan.metric)
-        return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures, contrasts, tuning)
+        return StudySummary(study_dir, results, cells, chosen, rungs, markdown, paths, failures, contrasts, tuning,
+                            stability)

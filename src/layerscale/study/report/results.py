@@ -2,7 +2,8 @@
 
 Per run (``runs.csv``): status, the test metric (one evaluation of the test split when the run ends), the
 validation metric (last and best), steps trained, whether early stopping ended it, the first step whose validation
-metric reached the target, and training seconds. Per cell (``results.csv``): the mean of the test metric over seeds
+metric reached the target, training seconds, and from its training-loss records the loss spikes (Lightning's rule,
+:func:`layerscale.stats.stability.loss_spikes`) and whether any loss was not finite. Per cell (``results.csv``): the mean of the test metric over seeds
 with its 95 % t-interval, and the paired difference against the reference method at the same depth (seed by
 seed, same table) with its interval (:mod:`layerscale.stats.intervals`). Two tables: ``tuned`` (each cell at its
 own tuned learning rate) and ``shared`` (every cell at the study's one learning rate).
@@ -20,11 +21,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...atomic_io import write_text_atomic
-from ...train.metrics_log import METRICS_FILE, read_metrics
+from ...train.records.metrics_log import METRICS_FILE, read_metrics
 from ..design.grid import RunSpec, StudySpec
 from ..design.metric import Metric, finite_number as _number
 from .contrasts import Contrast
 from ...stats.intervals import Interval, mean_interval, paired_interval, within_range
+from ...stats.stability import loss_spikes
 from .verdicts import verdict
 from ..run.worker import read_status
 
@@ -49,6 +51,8 @@ class RunResult:
     steps_to_target: int | None
     diverged_step: int | None
     wall_time_s: float | None
+    loss_spikes: int = 0         # training-loss records that are spikes (docs/study.md, "Stability")
+    nonfinite_loss: bool = False  # a training-loss record that is not finite
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> R
     reach = None
     if target is not None:
         reach = next((step for step, v in values if v is not None and metric.reached(v, target)), None)
+    losses = _train_losses(records)
     return RunResult(
         run_id=spec.run_id, kind=spec.kind, method=spec.method, depth=spec.depth, lr=spec.lr, seed=spec.seed,
         status=status.get("status", "pending"), test=metric.from_record(tests[-1]) if tests else None,
@@ -99,7 +104,22 @@ def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> R
         stopped_early=any(r.get("event") == "early_stop" for r in records), steps_to_target=reach,
         diverged_step=status.get("diverged_step"),
         wall_time_s=_number(records[-1].get("time")) if records else None,
+        loss_spikes=len(loss_spikes(losses)), nonfinite_loss=not all(math.isfinite(v) for v in losses),
     )
+
+
+def _train_losses(records: list[dict]) -> list[float]:
+    """The training-loss series of a run's records (one per logging interval); a loss the log wrote as text
+    (``"nan"``, ``"inf"``: JSON has no such numbers) or not as a number is not finite."""
+    out = []
+    for record in records:
+        if record.get("split") == "train" and "loss" in record:
+            value = record["loss"]
+            try:
+                out.append(float(value) if not isinstance(value, bool) else math.nan)
+            except (TypeError, ValueError, OverflowError):
+                out.append(math.nan)
+    return out
 
 
 def cell_results(spec: StudySpec, results: list[RunResult], chosen: dict[tuple[str, int], float],
@@ -213,12 +233,19 @@ def _csv(rows: list[dict]) -> str:
 
 
 def write_tables(study_dir: Path, results: list[RunResult], cells: list[CellResult], metric: Metric,
-                 markdown: str, contrasts: list[Contrast] = ()) -> dict[str, Path]:
-    """Write ``runs.csv`` (one row per run, tuning runs included), ``results.csv`` (one row per cell) and
-    ``results.md`` (``markdown``: the tables and the generated summary)."""
+                 markdown: str, contrasts: list[Contrast] = (), stability: list[dict] | None = None) -> dict[str, Path]:
+    """Write ``runs.csv`` (one row per run, tuning runs included), ``results.csv`` (one row per cell),
+    ``results.md`` (``markdown``: the tables and the generated summary) and, given its rows, ``stability.csv``
+    (one row per cell, :mod:`layerscale.study.report.stability_table`)."""
+    from ..run.csv_rows import csv_text
+    from .stability_table import FIELDS, STABILITY_FILE
+
     paths = {"runs_csv": study_dir / "runs.csv", "results_csv": study_dir / "results.csv",
              "results_md": study_dir / "results.md"}
     write_text_atomic(paths["runs_csv"], _csv([asdict(r) for r in results]))
     write_text_atomic(paths["results_csv"], _csv(results_rows(cells, metric, contrasts)))
     write_text_atomic(paths["results_md"], markdown)
+    if stability is not None:
+        paths["stability_csv"] = study_dir / STABILITY_FILE
+        write_text_atomic(paths["stability_csv"], csv_text(stability, FIELDS))
     return paths

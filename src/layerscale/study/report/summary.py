@@ -17,6 +17,7 @@ from .depth_section import depth_use_lines
 from .formatting import TRUNCATION_NOTE, format_interval, format_p, wide_table
 from ..design.grid import StudySpec, format_lr
 from .results import CellResult, Metric, RunResult
+from .stability_table import stability_lines
 from .verdicts import PRIMARY, primary_key, verdict
 
 __all__ = ["Cost", "study_cost", "format_interval", "grid_edge_sentence", "multiplicity_sentence",
@@ -223,7 +224,8 @@ def per_seed_lines(spec: StudySpec, cells: list[CellResult], metric: Metric) -> 
 
 
 def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cost: Cost,
-                   total_steps: int, pending: int, contrasts: list[Contrast] = (), tuning=None) -> str:
+                   total_steps: int, pending: int, contrasts: list[Contrast] = (), tuning=None,
+                   stability: list[dict] | None = None) -> str:
     digits = metric.digits
     seeds = len(spec.seeds)
     kind = "Shape study at a fixed parameter budget" if spec.shapes else "Depth study"
@@ -266,6 +268,8 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
         lines.append("")
     lines += tuning_lines(spec, tuning, cells)
     lines += depth_use_lines(spec, list(contrasts), metric)
+    if stability:
+        lines += stability_lines(spec, stability, metric)
     if spec.target is not None:
         shown = f"{spec.target:g}{' %' if metric.classification else ' bits per byte'}"
         lines += [f"## Steps to reach {shown} on the validation split", "",
