@@ -10,7 +10,7 @@ process with a fresh ``TORCHINDUCTOR_CACHE_DIR`` for a cold compile.
 
 Run: TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) python benchmarks/bench_compile_gain.py --width 64 --depth 12 --img 28
      --patch 7 --chans 1 [--batch 64] [--rounds 5] [--threads 1] [--clock auto|wall|cpu] [--device cpu|cuda]
-The table in docs/performance.md feeds ``layerscale.train.auto_policy`` (``run.compile: auto``).
+The table in docs/performance.md feeds ``layerscale.train.loop.auto_policy`` (``run.compile: auto``).
 """
 
 from __future__ import annotations

@@ -80,8 +80,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     import transformers
 
-    from layerscale.analysis.data_options import data_request
-    from layerscale.analysis.source_data import source_data
+    from layerscale.analysis.options.data_options import data_request
+    from layerscale.analysis.eval_data.source_data import source_data
     from layerscale.cli import main as cli
     from layerscale.sources import read_source
 

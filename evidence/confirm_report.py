@@ -136,7 +136,7 @@ def stability_rows(root: Path) -> list[dict]:
 
 
 def _train_losses(metrics: Path) -> list[float]:
-    from layerscale.train.metrics_log import read_metrics
+    from layerscale.train.records.metrics_log import read_metrics
 
     out = []
     for record in read_metrics(metrics):

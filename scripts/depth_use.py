@@ -58,11 +58,11 @@ def _write_json(path: Path, payload) -> None:
 
 
 def _eval_sets(train_dir: Path):
-    from layerscale.analysis.evaluation import as_eval_set
+    from layerscale.analysis.eval_data.evaluation import as_eval_set
     from layerscale.analysis.source import load_run_model
-    from layerscale.train.config import TrainConfig
-    from layerscale.train.config_file import load_config_file
-    from layerscale.train.data_setup import load_train_data
+    from layerscale.train.config.schema import TrainConfig
+    from layerscale.train.config.config_file import load_config_file
+    from layerscale.train.setup.data_setup import load_train_data
 
     data = load_train_data(TrainConfig.from_dict(load_config_file(train_dir / "config.yaml")))
     run = load_run_model(train_dir, train_data=data)
@@ -88,9 +88,9 @@ def _effective_depth(model, test) -> list[dict]:
 
 def _pruning(model, method: str, train_dir: Path, test, validation, done: dict) -> dict:
     from layerscale.surgery.model_files import read_source_model
-    from layerscale.surgery.prune import block_scores, blocks_to_remove, prune
-    from layerscale.surgery.prune_eval import evaluate, removal_curve
-    from layerscale.surgery.prune_heal import heal_pruned
+    from layerscale.surgery.pruning.prune import block_scores, blocks_to_remove, prune
+    from layerscale.surgery.pruning.prune_eval import evaluate, removal_curve
+    from layerscale.surgery.healing.prune_heal import heal_pruned
 
     source = read_source_model(train_dir)
     path = train_dir.parent / "pruning.json"

@@ -23,7 +23,7 @@ A finished run (``summary.json``) or a diverged one is kept; an unfinished one (
 from its latest checkpoint when its recorded config is the design's, and is removed and trained from its start
 otherwise. Every record is written to a temporary file and renamed into place. Shards share the
 sources: the first shard that needs one trains and grows it under a file lock, the others wait for it. A run folder
-(its lock, :mod:`layerscale.train.run_lock`) or an analysis (``depth/<name>.lock``) that another live process holds
+(its lock, :mod:`layerscale.train.state.run_lock`) or an analysis (``depth/<name>.lock``) that another live process holds
 is left to it, so any number of processes may work through one shard's list: ``--shard 0/1`` twice is a shared
 queue. Running a shard again after every training run has ended completes the effective-depth analyses (they need
 every cell's rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
@@ -194,13 +194,13 @@ def _grow(source_dir: Path, grown_dir: Path, depth: int) -> None:
 
 def _identity_check(source_dir: Path, grown_dir: Path) -> dict:
     """The source's and the grown model's mean loss and accuracy on the whole test split, before any training."""
-    from layerscale.analysis.evaluation import as_eval_set
+    from layerscale.analysis.eval_data.evaluation import as_eval_set
     from layerscale.analysis.source import load_run_model
     from layerscale.surgery.model_files import read_source_model
-    from layerscale.surgery.prune_eval import evaluate
-    from layerscale.train.config import TrainConfig
-    from layerscale.train.config_file import load_config_file
-    from layerscale.train.data_setup import load_train_data
+    from layerscale.surgery.pruning.prune_eval import evaluate
+    from layerscale.train.config.schema import TrainConfig
+    from layerscale.train.config.config_file import load_config_file
+    from layerscale.train.setup.data_setup import load_train_data
 
     data = load_train_data(TrainConfig.from_dict(load_config_file(source_dir / "config.yaml")))
     test = as_eval_set(data.eval)
@@ -260,7 +260,7 @@ def ensure_source(design: Design, source: dict) -> dict:
 
 
 def _load_config(run_dir: Path) -> dict:
-    from layerscale.train.config_file import load_config_file
+    from layerscale.train.config.config_file import load_config_file
 
     return load_config_file(run_dir / "config.yaml")
 
@@ -272,7 +272,7 @@ def train_unit(design: Design, unit: dict) -> None:
     unfinished one resumes from its latest checkpoint when it has one for the same config, and is trained again from
     its start otherwise."""
     from layerscale.study.run.retrain import committed_config, has_ended, outcome_text, train_or_resume
-    from layerscale.train.run_lock import RunDirectoryInUse
+    from layerscale.train.state.run_lock import RunDirectoryInUse
 
     source = next(s for s in design.sources if s["key"] == unit["source"])
     folder = design.folder(source["key"])
@@ -358,7 +358,7 @@ def analyse(design: Design, key: str, name: str, run_dir: Path) -> None:
 def trained_elsewhere(design: Design) -> bool:
     """Whether another live process holds the folder of a run that has not ended (it is training it)."""
     from layerscale.study.run.retrain import has_ended
-    from layerscale.train.run_lock import RunDirectoryInUse, hold_run_dir
+    from layerscale.train.state.run_lock import RunDirectoryInUse, hold_run_dir
 
     for unit in units(design):
         run_dir = design.folder(unit["source"]) / run_name(unit["arm"], unit["lr"], unit["seed"])

@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))  # the evidence pipelines (evidence/, not part of 
 
 from layerscale.study.run.executors.cli_args import shard  # noqa: E402
 from evidence.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
-from layerscale.train.config_file import dotted_items  # noqa: E402
+from layerscale.train.config.config_file import dotted_items  # noqa: E402
 
 SEEDS = (0, 1, 2)
 BUDGET_RULES = ("steps", "epochs")
@@ -227,7 +227,7 @@ def read_recorded(study: Path, names: list[str]) -> dict[str, bytes | None]:
 
 def parse_config(text: bytes, where: str) -> dict:
     """A recorded ``config.yaml`` read by the project's loader (:func:`load_config_file`: safe YAML only)."""
-    from layerscale.train.config_file import load_config_file
+    from layerscale.train.config.config_file import load_config_file
 
     with tempfile.TemporaryDirectory(prefix="heldout-config-") as tmp:
         path = Path(tmp) / "config.yaml"
@@ -305,7 +305,7 @@ def _data_label(raw: dict) -> str:
 
 
 def _validated(raw: dict):
-    from layerscale.train.config import TrainConfig
+    from layerscale.train.config.schema import TrainConfig
 
     return TrainConfig.from_dict(raw)
 
@@ -348,7 +348,7 @@ def corpus_record(path: str) -> dict:
 
 def _load(raw: dict):
     """The validated config ``raw`` and its (held-out) data."""
-    from layerscale.train.data_setup import load_train_data
+    from layerscale.train.setup.data_setup import load_train_data
 
     config = _validated(raw)
     return config, load_train_data(config)
@@ -366,7 +366,7 @@ def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
     """The check's record (``check.json``: the study's choice and row, the changed keys, the budget, the held-out
     data) and every held-out run's config, keyed ``(method, seed)``. Writes ``check.json`` when ``write``."""
     from layerscale.study.report.results import Metric
-    from layerscale.train.budget import planned_total_steps, steps_per_epoch
+    from layerscale.train.loop.budget import planned_total_steps, steps_per_epoch
 
     choice = study_choice(design)
     studied, budget = study_runs(design, choice["rates"])
@@ -434,7 +434,7 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
     unfinished one resumes from its latest checkpoint when its recorded config is ``raw`` (bitwise the uninterrupted
     run) and is trained again from its start otherwise."""
     from layerscale.study.run.retrain import outcome_text, train_or_resume
-    from layerscale.train.run_lock import RunDirectoryInUse
+    from layerscale.train.state.run_lock import RunDirectoryInUse
 
     run_dir = design.run_dir(method, check["rates"][method], seed)
     started = time.time()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from .models import GPT, CaiT, VisionTransformer, create_model, list_models
     from .residual import get_residual, list_residuals
     from .surgery import add_layerscale, fold_layerscale, grow, prune
-    from .train.param_groups import param_groups
+    from .train.loop.param_groups import param_groups
     from .integrations.timm_registry import register_timm
 
 __version__ = "0.1.0"

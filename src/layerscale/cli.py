@@ -15,9 +15,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("layerscale.models.cli", "list the model names and residual methods"),
     "train": ("layerscale.train.cli", "train from a YAML/JSON config or resume a run (checkpoints, torchrun DDP / FSDP)"),
     "convert": ("layerscale.interop.cli", "convert checkpoints: timm, official CaiT / DeiT III, HF DINOv2 <-> ours"),
-    "fold": ("layerscale.surgery.cli", "fold a checkpoint's LayerScale into its linear layers for deployment"),
-    "grow": ("layerscale.surgery.grow_cli", "grow a model deeper: insert blocks gated by LayerScale at γ=G (0: same function)"),
-    "prune": ("layerscale.surgery.prune_cli", "prune a model's blocks chosen by a criterion, optionally heal it, write it shallower"),
+    "fold": ("layerscale.surgery.folding.cli", "fold a checkpoint's LayerScale into its linear layers for deployment"),
+    "grow": ("layerscale.surgery.growth.grow_cli", "grow a model deeper: insert blocks gated by LayerScale at γ=G (0: same function)"),
+    "prune": ("layerscale.surgery.pruning.prune_cli", "prune a model's blocks chosen by a criterion, optionally heal it, write it shallower"),
     "study": ("layerscale.study.cli", "methods x depths x seeds, each method at its own tuned learning rate: "
                                       "tables with confidence intervals and a report"),
     "report": ("layerscale.diagnostics.cli", "HTML report with figures of runs: curves, LayerScale, per-layer signal"),

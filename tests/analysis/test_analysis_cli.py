@@ -133,7 +133,7 @@ def test_nan_weights_unwritable_out_and_missing_gpu_are_refused_before_any_compu
 
 def test_html_headings_name_the_exit_once(run_dir, tmp_path):
     result = analyze_run(run_dir, max_examples=30, batch_size=30, bootstrap=20, probe_splits=1)
-    from layerscale.analysis.report import analysis_page
+    from layerscale.analysis.outputs.report import analysis_page
 
     page = result.write(tmp_path, html=analysis_page(result))["html"].read_text()
     assert "<h2>Early exit</h2>" in page and "(early exit)" not in page

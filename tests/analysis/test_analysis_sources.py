@@ -10,7 +10,7 @@ import torch
 from layerscale.analysis import analyze_depth
 from layerscale.analysis.source import RunModel, load_eval_data
 from layerscale.models.registry import create_model
-from layerscale.train.config import TrainConfig
+from layerscale.train.config.schema import TrainConfig
 
 
 def _run(config: dict, **model_args) -> RunModel:
@@ -47,7 +47,7 @@ def test_an_image_set_with_other_classes_is_refused_before_analysis():
 
 def test_effective_depth_against_nominal_depth_figure():
     pytest.importorskip("matplotlib")
-    from layerscale.analysis.report import figure_effective_depth
+    from layerscale.analysis.outputs.report import figure_effective_depth
 
     images, labels = torch.randn(10, 1, 8, 8), torch.arange(10) % 5
     results = []
@@ -70,7 +70,7 @@ def test_effective_depth_against_nominal_depth_figure():
 
 
 def test_an_eval_set_is_accepted_again_and_cut_to_its_first_examples():
-    from layerscale.analysis.evaluation import as_eval_set
+    from layerscale.analysis.eval_data.evaluation import as_eval_set
 
     inputs, targets = torch.randn(10, 3), torch.arange(10)
     once = as_eval_set((inputs, targets))

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from layerscale.analysis.block_ranking import best_span, gromov_best_span, rank_blocks
+from layerscale.analysis.pruning.block_ranking import best_span, gromov_best_span, rank_blocks
 from layerscale.models.registry import create_model
 
 IMAGES = torch.randn(20, 1, 8, 8, generator=torch.Generator().manual_seed(0))

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from layerscale.analysis.criteria import CRITERIA, lowest_blocks, parse_criteria
-from layerscale.analysis.criterion_comparison import compare_criteria
+from layerscale.analysis.pruning.criteria import CRITERIA, lowest_blocks, parse_criteria
+from layerscale.analysis.pruning.criterion_comparison import compare_criteria
 from layerscale.models.registry import create_model
 from layerscale.surgery import prune
 
@@ -199,7 +199,7 @@ def test_gamma_on_a_model_without_layerscale_is_refused_before_the_analysis_runs
     def must_not_run(*args, **kwargs):
         raise AssertionError("the streams were captured before the gamma criterion was checked")
 
-    from layerscale.analysis.streams import BlockStack
+    from layerscale.analysis.removal.streams import BlockStack
 
     monkeypatch.setattr(BlockStack, "capture_evaluation", must_not_run)
     torch.manual_seed(0)

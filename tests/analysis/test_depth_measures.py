@@ -187,7 +187,7 @@ def test_refuses_non_finite_weights_in_one_line():
 
 
 def test_control_task_ties_random_labels_to_input_clusters_and_selectivity_is_reported():
-    from layerscale.analysis.control_task import control_labels, kmeans_types
+    from layerscale.analysis.measures.control_task import control_labels, kmeans_types
 
     g = torch.Generator().manual_seed(0)
     centres = 10.0 * torch.randn(6, 4, generator=g)

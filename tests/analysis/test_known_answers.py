@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from layerscale.analysis import analyze_depth, angular_distance, cka_matrix, linear_cka, relative_update_norm
-from layerscale.analysis.probes import probe_split, ridge_probe_accuracy
+from layerscale.analysis.measures.probes import probe_split, ridge_probe_accuracy
 from layerscale.models.registry import create_model
 
 

@@ -12,9 +12,9 @@ import torch
 
 from layerscale.analysis import analyze_depth
 from layerscale.analysis.chance import chance_loss, chance_note, near_chance
-from layerscale.analysis.paper_figures import figure_angular_heatmap, vector_bytes
-from layerscale.analysis.paper_outputs import analysis_paper_files, write_files
-from layerscale.analysis.paper_tables import latex_escape
+from layerscale.analysis.outputs.paper_figures import figure_angular_heatmap, vector_bytes
+from layerscale.analysis.outputs.paper_outputs import analysis_paper_files, write_files
+from layerscale.analysis.outputs.paper_tables import latex_escape
 from layerscale.models.registry import create_model
 
 pytest.importorskip("matplotlib")

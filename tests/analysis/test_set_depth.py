@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from layerscale.analysis import analyze_depth
-from layerscale.analysis.set_depth import (EXHAUSTIVE_MAX_DEPTH, all_subsets, greedy_removable, most_removable,
+from layerscale.analysis.pruning.set_depth import (EXHAUSTIVE_MAX_DEPTH, all_subsets, greedy_removable, most_removable,
                                            resolve_search)
 from layerscale.models.registry import create_model
 from layerscale.surgery import grow, prune
@@ -93,7 +93,7 @@ def test_set_search_names_its_bound_and_refuses_exhaustive_past_it():
 
 
 def test_the_greedy_search_starts_beyond_the_span_and_costs_nothing_when_the_span_removes_every_block(monkeypatch):
-    import layerscale.analysis.set_depth as set_depth
+    import layerscale.analysis.pruning.set_depth as set_depth
 
     evaluated = []
     real = set_depth.set_losses

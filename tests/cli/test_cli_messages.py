@@ -12,7 +12,7 @@ from layerscale import create_model
 from layerscale.cli import build_parser
 from layerscale.residual import get_residual
 from layerscale.suggest import did_you_mean
-from layerscale.train.config import TrainConfig
+from layerscale.train.config.schema import TrainConfig
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "layerscale"
 

@@ -12,8 +12,8 @@ import torch
 from layerscale import create_model
 from layerscale.checkpoint_io import load_state_dict_file
 from layerscale.cli import main
-from layerscale.train.config import TrainConfig
-from layerscale.train.config_file import load_config_file
+from layerscale.train.config.schema import TrainConfig
+from layerscale.train.config.config_file import load_config_file
 
 MODEL = {"name": "vit", "embed_dim": 16, "depth": 2, "num_heads": 2, "patch_size": 2}
 TINY = {"model": MODEL, "data": {"name": "digits", "batch_size": 64},

@@ -85,7 +85,7 @@ def test_folding_layerscale_on_cuda_keeps_the_output():
 
 
 def test_block_ranking_on_cuda_matches_the_cpu():
-    from layerscale.analysis.block_ranking import rank_blocks
+    from layerscale.analysis.pruning.block_ranking import rank_blocks
 
     model = vit("layerscale", depth=6).eval()
     x = images(40)

@@ -89,7 +89,7 @@ def test_a_folder_without_tokenizer_json_is_read_with_transformers_autotokenizer
 
 
 def test_perplexity_is_exp_of_the_mean_window_loss_with_the_bootstrap_interval():
-    from layerscale.analysis.perplexity import perplexity_of
+    from layerscale.analysis.measures.perplexity import perplexity_of
     from layerscale.stats.bootstrap import bootstrap_means, bootstrap_weights, percentile_interval
 
     losses = torch.tensor([2.0, 2.5, 3.0, 1.5, 2.2], dtype=torch.float64)

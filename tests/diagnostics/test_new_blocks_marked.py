@@ -14,7 +14,7 @@ from layerscale.diagnostics.grown_plots import figure_new_block_scales, plot_new
 from layerscale.diagnostics.report import write_report
 from layerscale.diagnostics.run_data import read_run
 from layerscale.surgery.model_files import write_model_folder
-from layerscale.surgery.new_blocks import new_block_modules
+from layerscale.surgery.growth.new_blocks import new_block_modules
 from layerscale.train import run
 
 MODEL = dict(img_size=8, patch_size=2, in_chans=1, num_classes=10, embed_dim=32, num_heads=2)

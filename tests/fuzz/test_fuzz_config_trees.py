@@ -12,8 +12,8 @@ from fuzz_helpers import assert_safe_message, config_trees, nested
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from layerscale.train.config import TrainConfig
-from layerscale.train.config_file import apply_overrides, load_config_file
+from layerscale.train.config.schema import TrainConfig
+from layerscale.train.config.config_file import apply_overrides, load_config_file
 
 TINY = {"model": {"name": "vit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 4},
         "data": {"name": "digits", "batch_size": 32}, "optim": {"max_steps": 2}}

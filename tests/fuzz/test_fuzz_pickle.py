@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from layerscale.checkpoint_io import read_state_dict_file
-from layerscale.train.checkpoint import MODEL_FILE, STATE_FILE, load_checkpoint
+from layerscale.train.state.checkpoint import MODEL_FILE, STATE_FILE, load_checkpoint
 
 protocols = st.integers(0, pickle.HIGHEST_PROTOCOL)
 

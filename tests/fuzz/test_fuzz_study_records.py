@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from layerscale.study.run.archive import _extract
 from layerscale.study.run.columnar_metrics import MAX_DECODED_BYTES, decode_metrics, encode_metrics
 from layerscale.study.run.worker import read_status
-from layerscale.train.metrics_log import read_metrics
+from layerscale.train.records.metrics_log import read_metrics
 from layerscale.untrusted_files import parse_json
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70),

@@ -13,7 +13,7 @@ from layerscale.interop.convert import convert_state_dict
 from layerscale.interop.formats import list_formats
 from layerscale.models import create_model
 from layerscale.surgery import fold_state_dict
-from layerscale.train.checkpoint import check_same_architecture
+from layerscale.train.state.checkpoint import check_same_architecture
 
 
 @pytest.fixture(scope="module")

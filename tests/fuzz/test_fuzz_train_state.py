@@ -12,14 +12,14 @@ from fuzz_helpers import TRAIN_STATE_FIELDS, assert_safe_message, field_values
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from layerscale.train.checkpoint import load_checkpoint
-from layerscale.train.config import TrainConfig
-from layerscale.train.data_setup import load_train_data
+from layerscale.train.state.checkpoint import load_checkpoint
+from layerscale.train.config.schema import TrainConfig
+from layerscale.train.setup.data_setup import load_train_data
 from layerscale.train.distributed import setup_distributed, teardown_distributed, wrap_model
-from layerscale.train.model_build import build_model
+from layerscale.train.setup.model_build import build_model
 from layerscale.train.runner import run
-from layerscale.train.train_state import check_position, check_train_state
-from layerscale.train.trainer import Trainer
+from layerscale.train.state.train_state import check_position, check_train_state
+from layerscale.train.loop.trainer import Trainer
 
 CONFIG = {"model": {"name": "vit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 4},
           "data": {"name": "digits", "batch_size": 32}, "optim": {"max_steps": 2}, "run": {"progress": "none"},

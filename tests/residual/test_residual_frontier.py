@@ -277,7 +277,7 @@ def test_cait_class_attention_runs_on_the_class_token_streams():
 
 
 def test_static_hyper_connection_weights_get_no_weight_decay():
-    from layerscale.train.param_groups import param_groups
+    from layerscale.train.loop.param_groups import param_groups
 
     decay, no_decay = (set(g["param_names"]) for g in param_groups(tiny_model("vit", "hc", depth=1), 0.05))
     assert {"blocks.0.stream_mix1.alpha", "blocks.0.stream_mix2.beta"} <= no_decay  # static: §4 of the paper

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.train.config_file import dotted_items
+from layerscale.train.config.config_file import dotted_items
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -78,8 +78,8 @@ def test_an_unknown_arm_is_refused():
 
 
 def _tiny_study(root: Path) -> Path:
-    from layerscale.train.config import TrainConfig
-    from layerscale.train.config_file import dump_config
+    from layerscale.train.config.schema import TrainConfig
+    from layerscale.train.config.config_file import dump_config
 
     config = {"model": {"name": "vit", "embed_dim": 16, "depth": 2, "num_heads": 2, "patch_size": 4,
                         "residual": "layerscale"},
@@ -178,7 +178,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     import torch
     from safetensors.torch import load_file
 
-    from layerscale.train.config_file import dump_config, load_config_file
+    from layerscale.train.config.config_file import dump_config, load_config_file
     from layerscale.train.runner import run as train_run
 
     _, design_path, out = pipeline

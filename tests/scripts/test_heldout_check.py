@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.train.config_file import dotted_items
+from layerscale.train.config.config_file import dotted_items
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -46,7 +46,7 @@ RATES = {"prenorm": 0.001, "layerscale": 0.003}   # what the tiny study's result
 
 
 def _resolved(base: dict, method: str, lr: float, seed: int, run_id: str) -> dict:
-    from layerscale.train.config import TrainConfig
+    from layerscale.train.config.schema import TrainConfig
 
     raw = json.loads(json.dumps(base))
     raw["model"]["residual"] = method
@@ -83,7 +83,7 @@ def _study(root: Path, base: dict, data: dict, *, steps: int, rates: dict = RATE
            unchosen_depth: int | None = 4) -> Path:
     """A finished tiny study in ``root/study`` (results.csv, runs.csv, every run's config.yaml and summary.json at
     two rates, the chosen one and another) and the design file of its held-out check."""
-    from layerscale.train.config_file import dump_config
+    from layerscale.train.config.config_file import dump_config
 
     study = root / "study"
     runs_csv = ["run_id,kind,method,depth,lr,seed,status,wall_time_s"]
@@ -198,7 +198,7 @@ def pipeline(tmp_path_factory):
 
 
 def test_the_runs_use_the_chosen_rates_and_only_the_designs_keys_change(pipeline):
-    from layerscale.train.config_file import load_config_file
+    from layerscale.train.config.config_file import load_config_file
 
     root, _, out = pipeline
     check = json.loads((out / "check.json").read_text())
@@ -298,7 +298,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     import shutil
 
     from layerscale.study.run.retrain import resumable, run_outcome
-    from layerscale.train.config_file import dump_config, load_config_file
+    from layerscale.train.config.config_file import dump_config, load_config_file
     from layerscale.train.runner import run as train_run
 
     _, design_path, out = pipeline

@@ -9,7 +9,7 @@ from layerscale.study.report.primary_bootstrap import with_bootstrap
 from layerscale.study.report.results import CellResult, Metric
 from layerscale.stats.sampling_noise import bootstrap_interval, two_level_bootstrap
 from layerscale.study.report.verdicts import PRIMARY
-from layerscale.train.test_outcomes import write_test_outcomes
+from layerscale.train.records.test_outcomes import write_test_outcomes
 from study_helpers import TINY_BASE
 
 SEEDS = (0, 1, 2)

@@ -63,7 +63,7 @@ def test_the_error_carries_its_step_through_pickling(step):
 def test_a_run_another_live_process_trains_is_refused_and_left_untouched(tmp_path, monkeypatch):
     import fcntl
 
-    from layerscale.train.run_lock import LOCK_FILE, RunDirectoryInUse
+    from layerscale.train.state.run_lock import LOCK_FILE, RunDirectoryInUse
 
     run_dir = tmp_path / "a"
     run_dir.mkdir()

@@ -19,7 +19,7 @@ from layerscale.study.run.archive import ARCHIVE_FILE, compact_metrics, pack_run
 from layerscale.study.run.columnar_metrics import COLUMNS_FILE, decode_metrics
 from layerscale.study.design.grid import StudySpec
 from layerscale.study.study import run_study
-from layerscale.train.run_lock import LOCK_FILE
+from layerscale.train.state.run_lock import LOCK_FILE
 from study_helpers import TINY_BASE
 
 pytest.importorskip("matplotlib")
@@ -59,7 +59,7 @@ def _write_run(run_dir: Path, method: str, depth: int, seed: int) -> None:
     (run_dir / "config.yaml").write_text(f"model:\n  residual: {method}\n  depth: {depth}\n")
     (run_dir / "checkpoints" / "step_000020").mkdir(parents=True)
     (run_dir / "checkpoints" / "step_000020" / "model.safetensors").write_bytes(b"weights")
-    (run_dir / LOCK_FILE).touch()  # left by the process that trained the run (layerscale.train.run_lock)
+    (run_dir / LOCK_FILE).touch()  # left by the process that trained the run (layerscale.train.state.run_lock)
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ def _study(out: Path, executor: ExecutorOptions, methods=("prenorm",)):
 def _final_weights(run_dir: Path) -> dict:
     from safetensors.torch import load_file
 
-    from layerscale.train.checkpoint import MODEL_FILE, latest_checkpoint
+    from layerscale.train.state.checkpoint import MODEL_FILE, latest_checkpoint
 
     return load_file(str(latest_checkpoint(run_dir) / MODEL_FILE))
 

@@ -103,7 +103,7 @@ def test_a_concurrent_rerun_is_refused_by_the_lock_and_changes_nothing(tmp_path)
     """A second study in a folder the first still runs in is refused whole (issue 59 item 7): one line naming the
     first one's process, before any worker starts or any table is rewritten."""
     from layerscale.study.study import run_study
-    from layerscale.train.run_lock import RunDirectoryInUse
+    from layerscale.train.state.run_lock import RunDirectoryInUse
 
     out = tmp_path / "study"
     run_dir = out / "runs" / RUN_ID

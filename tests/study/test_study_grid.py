@@ -107,7 +107,7 @@ def test_reuse_copies_only_ended_runs_whose_config_is_the_designs(tmp_path):
     import yaml
 
     from layerscale.study.run.reuse import reuse_finished_runs
-    from layerscale.train.config import TrainConfig
+    from layerscale.train.config.schema import TrainConfig
 
     spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(1e-3, 3e-3), tuning="grid")
     old, new = tmp_path / "old", tmp_path / "new"

@@ -158,7 +158,7 @@ def test_a_link_among_the_study_files_is_not_copied_into_the_report(tmp_path, ca
 def test_a_second_study_in_a_held_folder_is_refused_whole(tmp_path, capsys):
     folder = _study(tmp_path / "s")
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom layerscale.train.run_lock import hold_run_dir\n"
+        [sys.executable, "-c", "import sys, time\nfrom layerscale.train.state.run_lock import hold_run_dir\n"
          f"with hold_run_dir({str(folder)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n"],
         stdout=subprocess.PIPE, text=True)
     try:

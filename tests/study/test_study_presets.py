@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from layerscale.study.design.presets import PRESETS, get_preset
-from layerscale.train.config import TrainConfig
+from layerscale.train.config.schema import TrainConfig
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

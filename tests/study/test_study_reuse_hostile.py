@@ -11,8 +11,8 @@ import yaml
 
 from layerscale.study.design.grid import StudySpec
 from layerscale.study.run.reuse import reuse_finished_runs
-from layerscale.train.config import TrainConfig
-from layerscale.train.test_outcomes import write_test_outcomes
+from layerscale.train.config.schema import TrainConfig
+from layerscale.train.records.test_outcomes import write_test_outcomes
 from study_helpers import TINY_BASE
 
 SPEC = StudySpec(("prenorm",), (2,), (0, 1), TINY_BASE, lrs=(1e-3, 3e-3), tuning="grid")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from layerscale import create_model, grow
-from layerscale.surgery.grow import insertion_points
+from layerscale.surgery.growth.grow import insertion_points
 
 timm = pytest.importorskip("timm")
 transformers = pytest.importorskip("transformers")

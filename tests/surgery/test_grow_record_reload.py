@@ -1,6 +1,6 @@
 """The record of which blocks ``grow`` added survives the plain libraries' own save and load — timm's
 ``save_for_hf`` / ``create_model("local-dir:...")`` (in ``pretrained_cfg``) and Hugging Face's ``save_pretrained`` /
-``from_pretrained`` (in the config) — and :func:`~layerscale.surgery.new_blocks.freeze_all_but_new_blocks` reads it
+``from_pretrained`` (in the config) — and :func:`~layerscale.surgery.growth.new_blocks.freeze_all_but_new_blocks` reads it
 there; pruning forgets it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from layerscale import grow, prune
-from layerscale.surgery.new_blocks import freeze_all_but_new_blocks, new_block_indices
+from layerscale.surgery.growth.new_blocks import freeze_all_but_new_blocks, new_block_indices
 
 timm = pytest.importorskip("timm")
 transformers = pytest.importorskip("transformers")
@@ -33,7 +33,7 @@ def test_timm_grown_model_keeps_its_new_blocks_through_plain_timm(tmp_path):
 
 
 def test_hf_grown_model_keeps_its_new_blocks_through_plain_from_pretrained(tmp_path):
-    from layerscale.surgery.fold import fold_layerscale
+    from layerscale.surgery.folding.fold import fold_layerscale
 
     grown = grow(llama(64, layers=2), 1, where="top")
     fold_layerscale(grown)  # plain from_pretrained then loads every weight

@@ -78,8 +78,8 @@ def test_heal_runs_the_steps_it_reports_and_heals_the_control(sources, tmp_path,
 
 
 def test_heal_model_cycles_the_calibration_split_for_exactly_the_steps_asked():
-    from layerscale.analysis.evaluation import as_eval_set
-    from layerscale.surgery.heal_loop import heal_model
+    from layerscale.analysis.eval_data.evaluation import as_eval_set
+    from layerscale.surgery.healing.heal_loop import heal_model
 
     model = timm_vit(depth=2)
     data = as_eval_set((torch.randn(5, 1, 8, 8), torch.arange(5)))

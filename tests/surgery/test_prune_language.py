@@ -75,7 +75,7 @@ def test_blocks_are_chosen_on_calibration_windows_disjoint_from_evaluation(llama
     from types import SimpleNamespace
 
     from layerscale.sources import read_source
-    from layerscale.surgery import prune_cli
+    from layerscale.surgery.pruning import prune_cli
 
     folder, corpus, _ = llama_source
     args = SimpleNamespace(data=None, data_path=str(corpus), tokenizer=None, seq_len=SEQ_LEN, samples=SAMPLES,

@@ -1,5 +1,5 @@
 """``layerscale prune`` on a training run: blocks scored on its validation split, judged on its held-out split,
-healed with its own recipe (:mod:`layerscale.surgery.prune_heal`)."""
+healed with its own recipe (:mod:`layerscale.surgery.healing.prune_heal`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from layerscale.cli import main
-from layerscale.surgery import prune_cli
+from layerscale.surgery.pruning import prune_cli
 
 pytest.importorskip("safetensors")
 pytest.importorskip("sklearn")

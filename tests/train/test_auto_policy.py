@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from layerscale.train import auto_policy
-from layerscale.train.auto_policy import (CPU_BF16_MIN_WIDTH, CUDA_BF16_MIN_WIDTH, CUDA_COMPILE_MIN_STEPS,
+from layerscale.train.loop import auto_policy
+from layerscale.train.loop.auto_policy import (CPU_BF16_MIN_WIDTH, CUDA_BF16_MIN_WIDTH, CUDA_COMPILE_MIN_STEPS,
                                           choose_compile, choose_precision, model_width)
-from layerscale.train.budget import steps_per_epoch
-from layerscale.train.config import TrainConfig
+from layerscale.train.loop.budget import steps_per_epoch
+from layerscale.train.config.schema import TrainConfig
 from layerscale.train.runner import run
 
 from train_helpers import tiny_config

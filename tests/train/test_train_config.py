@@ -4,8 +4,8 @@ import pytest
 from train_helpers import REPO, tiny_config
 
 from layerscale.train import TrainConfig
-from layerscale.train.config import iter_fields
-from layerscale.train.config_file import apply_overrides, dotted_items, dump_config, load_config_file, parse_scalar
+from layerscale.train.config.schema import iter_fields
+from layerscale.train.config.config_file import apply_overrides, dotted_items, dump_config, load_config_file, parse_scalar
 
 CONFIG_FILES = sorted((REPO / "src" / "layerscale" / "configs").glob("*.y*ml"))
 

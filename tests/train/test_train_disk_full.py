@@ -18,8 +18,8 @@ import pytest
 import torch
 from train_helpers import final_weights, tiny_config
 
-import layerscale.train.checkpoint as checkpoint_module
-import layerscale.train.metrics_log as metrics_module
+import layerscale.train.state.checkpoint as checkpoint_module
+import layerscale.train.records.metrics_log as metrics_module
 from layerscale.atomic_io import write_text_atomic
 from layerscale.cli import main
 

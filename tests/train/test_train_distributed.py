@@ -10,7 +10,7 @@ import torch
 from train_helpers import final_weights, run_command, tiny_config
 
 from layerscale.train import run
-from layerscale.train.metrics_log import read_metrics
+from layerscale.train.records.metrics_log import read_metrics
 
 # No augmentation, dropout or drop-path: per-rank random streams would differ from one process's stream.
 CONFIG = tiny_config(data={"augment": False, "batch_size": 32},

@@ -11,7 +11,7 @@ from layerscale.checkpoint_io import save_safetensors_atomic
 from layerscale.cli import main
 from layerscale.models import create_model
 from layerscale.train import run
-from layerscale.train.checkpoint import STATE_FORMAT
+from layerscale.train.state.checkpoint import STATE_FORMAT
 
 
 def _replace_model(config, **model):

@@ -8,8 +8,8 @@ from train_helpers import snapshot, tiny_config
 from layerscale.checkpoint_io import read_state_dict_file, save_safetensors_atomic
 from layerscale.cli import main
 from layerscale.train import run
-from layerscale.train.checkpoint import MODEL_FILE, list_checkpoints
-from layerscale.train.finite_check import last_good_checkpoint
+from layerscale.train.state.checkpoint import MODEL_FILE, list_checkpoints
+from layerscale.train.state.finite_check import last_good_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_probe_of_an_iterable_dataset_uses_the_last_training_batch():
     from torch.utils.data import DataLoader, IterableDataset
 
     from layerscale.train.distributed import DistContext
-    from layerscale.train.finite_check import probe_forward_is_finite
+    from layerscale.train.state.finite_check import probe_forward_is_finite
 
     class Stream(IterableDataset):
         def __iter__(self):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from layerscale.train.config_source import packaged_config_names, resolve_config_path
+from layerscale.train.config.config_source import packaged_config_names, resolve_config_path
 
 REPO = Path(__file__).resolve().parents[2]
 

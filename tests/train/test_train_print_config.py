@@ -4,7 +4,7 @@ type error listing the allowed values (item 8 of issue 28)."""
 import pytest
 
 from layerscale.cli import main
-from layerscale.train.config import TrainConfig
+from layerscale.train.config.schema import TrainConfig
 
 
 def test_print_config_without_a_config_shows_the_defaults(capsys, tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from layerscale.train.progress import Progress
+from layerscale.train.loop.progress import Progress
 
 pytest.importorskip("tqdm")
 

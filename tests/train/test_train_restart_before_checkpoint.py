@@ -8,7 +8,7 @@ import torch
 from train_helpers import final_weights, kill_training_when, run_cli, snapshot, tiny_config
 
 from layerscale.train import run
-from layerscale.train.metrics_log import read_metrics
+from layerscale.train.records.metrics_log import read_metrics
 
 # Checkpoints only at the end: a kill after the first logged step comes before any checkpoint.
 CONFIG = tiny_config(optim={"epochs": 1, "max_steps": 30, "warmup_steps": 3},

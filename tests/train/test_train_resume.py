@@ -6,7 +6,7 @@ import torch
 from train_helpers import final_weights, kill_training_when, run_cli, tiny_config
 
 from layerscale.train import run
-from layerscale.train.metrics_log import read_metrics
+from layerscale.train.records.metrics_log import read_metrics
 
 # Dropout, drop-path and augmentation on: the resumed run must also replay the random draws.
 CONFIG = tiny_config(model={"drop_rate": 0.1, "drop_path_rate": 0.1},

@@ -1,4 +1,4 @@
-"""One live process per run directory (``layerscale.train.run_lock``): ``--resume`` of a run another live process
+"""One live process per run directory (``layerscale.train.state.run_lock``): ``--resume`` of a run another live process
 trains is one line, status 2, and changes nothing; once that process is gone (even killed), the run resumes."""
 
 import os
@@ -12,9 +12,9 @@ from train_helpers import single_thread_env, snapshot, tiny_config
 
 from layerscale.cli import main
 from layerscale.train import run
-from layerscale.train.run_lock import LOCK_FILE, RunDirectoryInUse, hold_run_dir
+from layerscale.train.state.run_lock import LOCK_FILE, RunDirectoryInUse, hold_run_dir
 
-HOLD = "import sys, time\nfrom layerscale.train.run_lock import hold_run_dir\nwith hold_run_dir(sys.argv[1]):\n" \
+HOLD = "import sys, time\nfrom layerscale.train.state.run_lock import hold_run_dir\nwith hold_run_dir(sys.argv[1]):\n" \
        "    print('held', flush=True)\n    time.sleep(600)\n"
 
 

@@ -1,6 +1,6 @@
 import itertools
 
-from layerscale.train.samplers import EpochShardSampler, EvalShardSampler
+from layerscale.train.loop.samplers import EpochShardSampler, EvalShardSampler
 
 
 def _batches(sampler, size):

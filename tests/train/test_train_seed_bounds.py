@@ -14,7 +14,7 @@ import torch
 from train_helpers import tiny_config
 
 from layerscale.cli import main
-from layerscale.train.config import MAX_SEED, TrainConfig
+from layerscale.train.config.schema import MAX_SEED, TrainConfig
 
 FIFTY_DIGITS = "9" * 50
 

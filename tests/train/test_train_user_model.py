@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from layerscale.layers import Block
 from layerscale.train import Callback, NonFiniteError, run
-from layerscale.train.metrics_log import read_metrics
+from layerscale.train.records.metrics_log import read_metrics
 
 CONFIG = {"data": {"batch_size": 16}, "optim": {"epochs": 3, "lr": 1e-2, "warmup_steps": 2},
           "run": {"progress": "none", "log_every_steps": 2, "checkpoint_every_steps": 4, "keep_checkpoints": 10}}

@@ -8,8 +8,8 @@ from layerscale.data.registry import load_dataset
 from layerscale.data.split import split_off_validation
 from layerscale.data.text import ByteWindowDataset
 from layerscale.train import run
-from layerscale.train.early_stopping import EarlyStopping
-from layerscale.train.metrics_log import read_metrics
+from layerscale.train.loop.early_stopping import EarlyStopping
+from layerscale.train.records.metrics_log import read_metrics
 
 
 def _records(run_dir, split):

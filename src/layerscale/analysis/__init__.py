@@ -7,19 +7,19 @@ ShortGPT's Block Influence and the relative update between the stream entering a
 contiguous n-block removal curve, linear-probe accuracy at the embedding, the block output and module points
 (classifiers), and the linear or debiased CKA between block outputs; then an effective depth and the other
 one-line answers of :mod:`~layerscale.analysis.summary`, every number with a bootstrap interval.
-:func:`rank_blocks` and :func:`gromov_best_span` (:mod:`~layerscale.analysis.block_ranking`) score the blocks
+:func:`rank_blocks` and :func:`gromov_best_span` (:mod:`~layerscale.analysis.pruning.block_ranking`) score the blocks
 for pruning; :func:`compare_criteria` removes ``n = 1 … N`` blocks by each of the papers' criteria
-(:mod:`~layerscale.analysis.criteria`: ``gromov``, ``block_influence``, ``angular``, ``ablation``, ``gamma``) and
+(:mod:`~layerscale.analysis.pruning.criteria`: ``gromov``, ``block_influence``, ``angular``, ``ablation``, ``gamma``) and
 compares them with intervals.
 :func:`analyze_run` does the same for a run directory written by ``layerscale train``. See docs/analysis.md.
 """
 
 from .analyze import analyze_depth
-from .block_ranking import gromov_best_span, rank_blocks
-from .cka import cka_matrix, debiased_cka_matrix, linear_cka
-from .criteria import CRITERIA
-from .criterion_comparison import CriterionComparison, compare_criteria
-from .geometry import angular_distance, relative_update_norm
+from .pruning.block_ranking import gromov_best_span, rank_blocks
+from .measures.cka import cka_matrix, debiased_cka_matrix, linear_cka
+from .pruning.criteria import CRITERIA
+from .pruning.criterion_comparison import CriterionComparison, compare_criteria
+from .measures.geometry import angular_distance, relative_update_norm
 from .result import DepthAnalysis, effective_depth, effective_depth_interval
 from .source import analyze_run, load_run_model
 from .summary import DepthSummary

@@ -8,7 +8,7 @@ the head reads, between every two depths; the all-token angular distance; ShortG
 update) is read off the cached streams. Every measure is kept **per example**.
 
 **Pass 2** (only when a chosen span is neither one block nor ends at the top): the contiguous n-block removal curve
-(:mod:`~layerscale.analysis.span_removal`) for the spans chosen from pass 1's mean distances.
+(:mod:`~layerscale.analysis.removal.span_removal`) for the spans chosen from pass 1's mean distances.
 
 Then the linear probes (over ``probe_splits`` seeded splits, at the embedding ``x^(0)`` and after every block, with
 Hewitt & Liang's control-task selectivity) and the CKA matrix from the pooled features, and the **bootstrap**
@@ -34,21 +34,21 @@ from torch import nn
 
 from ..sources.finite import check_finite_model
 from ..stats.bootstrap import bootstrap_means, bootstrap_weights, value_shares
-from .ablation import LossTotals, ablate_each_block, exit_after_each_block
-from .block_ranking import (batch_readout, block_influence, has_class_token, readout_tokens,
-                            stream_distances)
 from .chance import chance_note
-from .cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
-from .criteria import CRITERIA, SCORE_CRITERIA, CriterionRanking, parse_criteria
 from .device import analysis_device
-from .evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss
-from .geometry import angular_distance, relative_update_norm
+from .eval_data.evaluation import CLASSIFICATION, as_eval_set, logits_of, per_example_loss
 from .intervals import IntervalTable
-from .probe_curves import ProbeResults, probe_curves
+from .measures.cka import CKA_KINDS, cka_matrix, debiased_cka_matrix
+from .measures.geometry import angular_distance, relative_update_norm
+from .measures.probe_curves import ProbeResults, probe_curves
+from .pruning.block_ranking import batch_readout, block_influence, has_class_token, readout_tokens, stream_distances
+from .pruning.criteria import CRITERIA, SCORE_CRITERIA, parse_criteria
+from .pruning.set_depth import resolve_search, search_reusing_removals
+from .removal.ablation import LossTotals, ablate_each_block, exit_after_each_block
+from .removal.span_removal import (SPAN_SELECTIONS, best_per_length, candidate_spans, remove_spans, span_losses,
+                                   spans_to_run)
+from .removal.streams import MODULE_POINTS, find_block_stack
 from .result import DepthAnalysis
-from .set_depth import resolve_search, search_set_depth
-from .span_removal import SPAN_SELECTIONS, best_per_length, candidate_spans, remove_spans, span_losses, spans_to_run
-from .streams import MODULE_POINTS, BlockStack, find_block_stack
 from .summary import DepthSummary, exit_depth, near_identity_count, removal_depth, saturation_depth
 
 __all__ = ["analyze_depth", "check_finite_weights"]
@@ -105,33 +105,6 @@ def _geometry_means(per_example: dict[str, list[torch.Tensor]]) -> dict[str, tor
     return {key: torch.cat(chunks).mean(dim=0) for key, chunks in per_example.items() if chunks}
 
 
-def _search_set_depth(stack: BlockStack, evalset, clean_loss: torch.Tensor, tolerance: float, search: str,
-                      criterion: str, ablation: LossTotals, early_exit: LossTotals, spans_run, geometry, device,
-                      batch_size: int, span_removable: int):
-    """The set-variant effective depth's search, reusing every removal already measured: the single-block
-    ablations, the early exits (the removal of every block from ``k`` on) and the removal curve's spans; the
-    greedy search starts beyond the ``span_removable`` blocks the contiguous span already removes."""
-    depth = stack.depth
-    ab_loss, ex_loss = ablation.per_example()[0], early_exit.per_example()[0]
-    known = {(block,): ab_loss[:, block] for block in range(depth)}
-    known.update({tuple(range(keep, depth)): ex_loss[:, keep] for keep in range(depth)})
-    to_run, removed = spans_run
-    if to_run:
-        ran = removed.per_example()[0]
-        known.update({tuple(range(s, s + n)): ran[:, i] for i, (s, n) in enumerate(to_run)})
-    if criterion == "ablation":
-        scores = ab_loss.mean(dim=0) - clean_loss.mean()
-    elif criterion == "gamma":
-        from .gamma_score import gamma_scores
-
-        scores = torch.tensor(gamma_scores(stack.model, (x.to(device) for x, _ in evalset.batches(batch_size))))
-    else:
-        scores = geometry["angular" if criterion == "angular" else "influence"]
-    order = CriterionRanking(criterion, depth, [float(v) for v in scores]).order()
-    return search_set_depth(stack, evalset, clean_loss, tolerance, search=search, order=order, criterion=criterion,
-                            device=device, batch_size=batch_size, known=known, start=span_removable)
-
-
 def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_examples: int | None = 1000,
                   tolerance: float = 0.01, near_identity: float = 0.02, spans: str = "angular",
                   probes: bool = True, probe_alpha: float = 1e-3, probe_train_fraction: float = 0.5,
@@ -145,21 +118,21 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
 
     ``model``: any model whose blocks :func:`layerscale.diagnostics.find_blocks` discovers (ours, timm, Hugging Face
     ViT-style, GPT-2 and Llama-family), called as ``model(inputs)`` (or ``call(inputs)``) and returning logits
-    (or an object with ``.logits``). ``data``: the evaluation set (see :mod:`layerscale.analysis.evaluation`); at
+    (or an object with ``.logits``). ``data``: the evaluation set (see :mod:`layerscale.analysis.eval_data.evaluation`); at
     most ``max_examples`` examples are used, ``batch_size`` at a time. ``tolerance`` (δ, in nats of the loss),
     ``near_identity`` (angular distance) and ``probe_tolerance`` (accuracy) are the summary's thresholds;
     ``spans`` (``"angular"`` or ``"exhaustive"``) chooses the removal curve's spans; probes (classifiers only) are
     ridge classifiers with ``probe_alpha`` trained on ``probe_train_fraction`` of the examples, over
     ``probe_splits`` splits seeded from ``seed``, with a control task of ``control_types`` input clusters per
-    class (:mod:`~layerscale.analysis.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``, between the
+    class (:mod:`~layerscale.analysis.measures.control_task`); ``cka`` is ``"linear"`` or ``"debiased"``, between the
     mean-pooled block outputs or, with ``cka_tokens > 0``, token-level: every token of the first
     ``⌊cka_tokens / tokens⌋`` examples is one row (at most ``cka_tokens`` rows); ``bootstrap``
     replicates (seeded from ``seed``) give ``level`` intervals. ``set_search`` (``"auto"``, ``"greedy"``,
     ``"exhaustive"``) and ``set_criterion`` (a score criterion: ``ablation``, ``block_influence``, ``angular``,
-    ``gamma``) choose how the set-variant effective depth is searched (:mod:`~layerscale.analysis.set_depth`).
-    ``criteria`` (comma-separated or a sequence of :data:`~layerscale.analysis.criteria.CRITERIA`): also remove
+    ``gamma``) choose how the set-variant effective depth is searched (:mod:`~layerscale.analysis.pruning.set_depth`).
+    ``criteria`` (comma-separated or a sequence of :data:`~layerscale.analysis.pruning.criteria.CRITERIA`): also remove
     ``n = 1 … L − 1`` blocks by each and compare them
-    (:func:`~layerscale.analysis.criterion_comparison.compare_criteria`, scored on the evaluation set itself),
+    (:func:`~layerscale.analysis.pruning.criterion_comparison.compare_criteria`, scored on the evaluation set itself),
     stored in ``result.criteria``. ``device`` is where the batches go (default: the device of the model's first
     parameter; the model itself is not moved). ``progress`` shows a tqdm bar. The
     model is put in eval mode for the analysis and restored afterwards.
@@ -194,7 +167,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
         raise ValueError(f"set_criterion must be one of {', '.join(SCORE_CRITERIA)}, got {set_criterion!r}")
     criteria = parse_criteria(criteria, CRITERIA, "criteria") if criteria else []
     if set_criterion == "gamma" or "gamma" in criteria:
-        from .gamma_score import check_gamma_criterion
+        from .pruning.gamma_score import check_gamma_criterion
 
         check_gamma_criterion(model)
     if device is None:
@@ -276,7 +249,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
                     del captured
             comparison = None
             if criteria:
-                from .criterion_comparison import compare_criteria
+                from .pruning.criterion_comparison import compare_criteria
 
                 comparison = compare_criteria(model, evalset, criteria, depth - 1, device=device,
                                               batch_size=batch_size, max_examples=None, bootstrap=bootstrap,
@@ -328,7 +301,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     span_removable = depth - int(removal_depth(curve, tolerance))
     model.eval()
     try:
-        set_found = _search_set_depth(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion, ablation,
+        set_found = search_reusing_removals(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion, ablation,
                                       early_exit, (to_run, removed), _geometry_means(per_example), device,
                                       batch_size, span_removable)
     finally:

@@ -4,7 +4,7 @@ SOURCE is anything :func:`layerscale.sources.read_source` reads: a run directory
 latest checkpoint), one of its checkpoint directories, a weights file with ``--config``, our / timm / Hugging Face
 model folder, or a folder ``prune`` / ``grow`` wrote. A language model read from a folder is judged on the
 evaluation windows of ``--data-path`` through its tokenizer (``--tokenizer``, ``--seq-len``, ``--samples``,
-``--text-field``; :mod:`~layerscale.analysis.source_data`), and its loss and perplexity with 95 % intervals over
+``--text-field``; :mod:`~layerscale.analysis.eval_data.source_data`), and its loss and perplexity with 95 % intervals over
 windows are printed. Writes ``analysis.json``, ``analysis.csv`` and ``analysis.html`` into DIR, and prints
 the summary. ``--out`` (a folder that can be written) and ``--device`` (one this machine has) are checked before any
 computation, and everything is computed before anything is written: bad input writes nothing.
@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from ..terminal import shows_progress
-from .data_options import add_text_arguments
-from .depth_options import add_analyze_depth_arguments, analyze_depth_options, existing_paper_file
+from .options.data_options import add_text_arguments
+from .options.depth_options import add_analyze_depth_arguments, analyze_depth_options, existing_paper_file
 
 OUTPUT_FILES = ("analysis.json", "analysis.csv", "analysis.html")
 
@@ -83,10 +83,10 @@ def check_writable_folder(out: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from . import source
-    from .data_options import data_request
+    from .options.data_options import data_request
     from .device import analysis_device
-    from .paper_outputs import analysis_paper_files, write_files
-    from .report import analysis_page
+    from .outputs.paper_outputs import analysis_paper_files, write_files
+    from .outputs.report import analysis_page
 
     depth_options = analyze_depth_options(args)
     if not 2 <= args.bootstrap <= 10_000:  # (B, examples) counts held at once: 10,000 x 10,000 are 0.8 GB
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
 def perplexity_line(result) -> str:
     """``exp`` of the mean token loss over the evaluation windows and of its 95 % interval's bounds (the windows are
-    the bootstrap's examples, :mod:`~layerscale.analysis.perplexity`)."""
+    the bootstrap's examples, :mod:`~layerscale.analysis.measures.perplexity`)."""
     import math
 
     low, high = result.intervals["clean_loss"]

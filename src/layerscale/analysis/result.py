@@ -44,7 +44,7 @@ class DepthAnalysis:
     ``cka[l][m]`` (``cka_kind``: linear or debiased)
     between block outputs ``l`` and ``m``. ``head_distance[i][j]``: the mean angular distance between depths ``i``
     and ``j`` (0 … L) of the token the head reads — Gromov et al.'s ``d(x^(i), x^(i+n))`` at ``j = i + n``.
-    ``criteria``: the criterion comparison (:class:`~layerscale.analysis.criterion_comparison.CriterionComparison`
+    ``criteria``: the criterion comparison (:class:`~layerscale.analysis.pruning.criterion_comparison.CriterionComparison`
     as a dict) when asked for. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
     of each entry of ``name`` (a field above, ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
     """
@@ -179,7 +179,7 @@ class DepthAnalysis:
 
     def write(self, out_dir: str | os.PathLike, html: str | None = None) -> dict[str, Path]:
         """Write ``analysis.json``, ``analysis.csv`` and, given ``html`` (the page
-        :func:`layerscale.analysis.report.analysis_page` renders), ``analysis.html`` into ``out_dir``, each
+        :func:`layerscale.analysis.outputs.report.analysis_page` renders), ``analysis.html`` into ``out_dir``, each
         atomically; returns their paths by kind."""
         out = Path(out_dir)
         paths = {"json": out / "analysis.json", "csv": out / "analysis.csv"}

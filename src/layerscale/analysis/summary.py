@@ -19,7 +19,7 @@ loss's own units (nats):
   this analysis called "effective depth" before; not a depth: the set need not be contiguous, and it misses joint
   use).
 * **effective depth, set variant** ``D^set_δ = L − max{|S| : Δ(S) ≤ δ}`` over sets ``S`` of blocks, contiguous or
-  not (:mod:`~layerscale.analysis.set_depth`): what is left when the removable blocks are spread out (ShortGPT's
+  not (:mod:`~layerscale.analysis.pruning.set_depth`): what is left when the removable blocks are spread out (ShortGPT's
   pruning; a model grown by inserting identity blocks).
 * **chance flag**: the loss is within 5 % of chance, ``ln C`` or ``ln V`` (:mod:`~layerscale.analysis.chance`).
 

@@ -87,7 +87,7 @@ class DiagnosticsCallback(Callback):
         ]
 
     def state_dict(self) -> dict:
-        """The warning state, saved in each training checkpoint (see :mod:`layerscale.train.callback_state`)."""
+        """The warning state, saved in each training checkpoint (see :mod:`layerscale.train.state.callback_state`)."""
         if self.monitor is not None:
             return {"alerts": self.monitor.alert_state()}
         return {"alerts": self._restored_alerts} if self._restored_alerts is not None else {}

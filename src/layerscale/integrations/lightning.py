@@ -49,7 +49,7 @@ from ..diagnostics.alerts import AlertThresholds
 from ..diagnostics.monitor import LayerScaleMonitor as _BlockMonitor
 from ..diagnostics.records import json_safe, tensorboard_scalars
 from ..diagnostics.run_data import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
-from ..train.metrics_log import truncate_metrics
+from ..train.records.metrics_log import truncate_metrics
 
 __all__ = ["LayerScaleMonitor"]
 

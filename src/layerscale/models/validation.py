@@ -4,7 +4,7 @@ The depth and the width have an upper limit, checked before any module is built:
 module objects even on the ``meta`` device, so ``depth: 100000`` exhausted the memory (5 GB, minutes) before the
 check of the training memory could run. The limits are far above any trained model (DeepNet's 1,000 layers, a
 16,384-wide LLM) and far below where building the module objects alone becomes a problem; the number of parameters
-is bounded separately, by this machine's memory (:mod:`layerscale.train.model_build`).
+is bounded separately, by this machine's memory (:mod:`layerscale.train.setup.model_build`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ weights file or shards with their index), told apart by ``config.json``:
 
 * ``"library": "torch-layerscale"`` — ours, read with ``VisionTransformer/CaiT/GPT.from_pretrained``;
 * ``"model_type"`` — a Hugging Face causal LM, read with ``AutoModelForCausalLM.from_pretrained`` (a model saved
-  with LayerScale keeps its scales: :func:`~layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale`);
+  with LayerScale keeps its scales: :func:`~layerscale.surgery.hf.hf_loader.from_pretrained_with_layerscale`);
 * ``"architecture"`` with ``"pretrained_cfg"`` — timm, read with ``timm.create_model("local-dir:FOLDER",
   pretrained=True)``.
 
@@ -93,7 +93,7 @@ def _transformers(folder: Path) -> nn.Module:
     except ImportError:
         raise ImportError(f"{folder} is a Hugging Face model folder; reading it needs transformers: "
                           f"pip install 'torch-layerscale[hf]'") from None
-    from ..integrations.hf_causal_lm import from_pretrained_with_layerscale
+    from ..surgery.hf.hf_loader import from_pretrained_with_layerscale
 
     with quiet_transformers():
         return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()

@@ -55,8 +55,8 @@ class SourceModel:
 
 def _run_of_folder(model: nn.Module, folder: Path) -> Any:
     """The :class:`RunModel` of our folder with ``train.yaml``, or ``None``."""
-    from ..train.config import TrainConfig
-    from ..train.config_file import load_config_file
+    from ..train.config.schema import TrainConfig
+    from ..train.config.config_file import load_config_file
     from .run_model import RunModel
 
     path = folder / TRAIN_CONFIG_NAME

@@ -41,7 +41,7 @@ class RunModel:
 def _locate(source: Path, config: str | os.PathLike | None) -> tuple[Path, Path, bool]:
     """``(config file, weights location, is a checkpoint directory)``."""
     from ..diagnostics.run_data import CONFIG_FILE
-    from ..train.checkpoint import CHECKPOINT_DIR, MODEL_FILE, latest_checkpoint
+    from ..train.state.checkpoint import CHECKPOINT_DIR, MODEL_FILE, latest_checkpoint
 
     if not source.exists():
         raise FileNotFoundError(f"{source}: no such run directory, checkpoint or weights file")
@@ -67,14 +67,14 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
                    train_data: Any = None) -> RunModel:
     """Rebuild the model of ``source`` (see the module docstring) with its trained weights, in eval mode.
 
-    ``train_data`` (a :class:`~layerscale.train.data_setup.TrainData`) saves loading the run's dataset again.
+    ``train_data`` (a :class:`~layerscale.train.setup.data_setup.TrainData`) saves loading the run's dataset again.
     """
     from ..checkpoint_io import read_state_dict_file
     from ..models.registry import create_model
-    from ..train.checkpoint import check_same_architecture, load_checkpoint
-    from ..train.config import TrainConfig
-    from ..train.config_file import load_config_file
-    from ..train.data_setup import load_train_data
+    from ..train.state.checkpoint import check_same_architecture, load_checkpoint
+    from ..train.config.schema import TrainConfig
+    from ..train.config.config_file import load_config_file
+    from ..train.setup.data_setup import load_train_data
 
     config_path, weights_path, is_checkpoint_dir = _locate(Path(source), config)
     if not config_path.is_file():
@@ -100,8 +100,8 @@ def load_eval_data(run: RunModel, data: str | None = None, data_path: str | os.P
     """The evaluation set for ``run``: its own held-out split (``data=None``), else dataset ``data`` (an image
     dataset name, read from ``data_path``) or, for a language model, the text at ``data_path`` (its held-out end,
     ``data.val_fraction`` of the run's config). Raises a one-line ``ValueError`` when it does not fit the model."""
-    from ..train.config import TEXT_DATASET
-    from ..train.data_setup import is_language_model, load_train_data
+    from ..train.config.schema import TEXT_DATASET
+    from ..train.setup.data_setup import is_language_model, load_train_data
 
     cfg = run.config
     language = is_language_model(cfg.model.name)

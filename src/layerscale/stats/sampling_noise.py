@@ -15,7 +15,7 @@ the same example indices are drawn for both, so the pairing is kept. The interva
 variances ``v_s`` (both with divisor ``N`` / ``S``), the statistic's bootstrap variance is
 ``(Var_s(m_s) + mean_s(v_s) / N) / S`` — the check the tests run against.
 
-Per-example outcomes come from each final run's ``test_outcomes.json`` (:mod:`layerscale.train.test_outcomes`).
+Per-example outcomes come from each final run's ``test_outcomes.json`` (:mod:`layerscale.train.records.test_outcomes`).
 """
 
 from __future__ import annotations

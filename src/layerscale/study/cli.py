@@ -146,7 +146,7 @@ def build_spec(args: argparse.Namespace):
     """The :class:`StudySpec` the arguments describe (the preset updated by every option given)."""
     from dataclasses import replace
 
-    from ..train.config_file import apply_overrides
+    from ..train.config.config_file import apply_overrides
     from .design.presets import get_preset
 
     preset = get_preset(args.preset or DEFAULT_PRESET)
@@ -227,8 +227,8 @@ def saved_spec(study_dir: Path):
 
 def _shapes(base: dict, methods, depths: list[int], budget: int | None, reference: str):
     """``(method, depth, width)`` for every cell at one parameter budget (widths from the data-filled model)."""
-    from ..train.config import TrainConfig
-    from ..train.data_setup import load_train_data
+    from ..train.config.schema import TrainConfig
+    from ..train.setup.data_setup import load_train_data
     from .design.shapes import choose_shapes, count_parameters
 
     try:

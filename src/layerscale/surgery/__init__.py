@@ -8,11 +8,11 @@ one block-list editor per model family (:mod:`layerscale.surgery.block_list`). U
     shallower = prune(model, blocks=[5, 9])             # blocks 5 and 9 removed
 """
 
-from .fold import fold_layerscale, scale_modules
-from .fold_state_dict import fold_state_dict
-from .grow import grow
-from .new_blocks import freeze_all_but_new_blocks
-from .prune import prune
+from .folding.fold import fold_layerscale, scale_modules
+from .folding.fold_state_dict import fold_state_dict
+from .growth.grow import grow
+from .growth.new_blocks import freeze_all_but_new_blocks
+from .pruning.prune import prune
 from .retrofit import add_layerscale
 from .scaled_linear import LayerScaledLinear
 

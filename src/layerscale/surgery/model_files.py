@@ -23,7 +23,7 @@ from torch import nn
 from ..destinations import check_writable_dir
 from ..sources import TRAIN_CONFIG_NAME, SourceModel, read_source
 from ..sources.model_folder import quiet_transformers as _quiet_transformers
-from .new_blocks import NEW_BLOCKS_KEY, new_block_indices
+from .growth.new_blocks import NEW_BLOCKS_KEY, new_block_indices
 
 __all__ = ["SourceModel", "read_source_model", "write_model_folder", "check_destination_folder",
            "TRAIN_CONFIG_NAME"]

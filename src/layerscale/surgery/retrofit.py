@@ -17,9 +17,9 @@ from torch import nn
 
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
-from .fold import scale_modules
-from .hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
-from .hf_layerscale_config import mark_layerscale_config
+from .folding.fold import scale_modules
+from .hf.hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
+from .hf.hf_layerscale_config import mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
@@ -114,13 +114,13 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     ``gamma`` as timm's), and Hugging Face ``ViTLayer`` (the branch's output linear becomes a
     :class:`LayerScaledLinear`, key ``layer_scale``), and Hugging Face causal-LM decoder layers — GPT-2, Llama,
     Mistral, Qwen2 (the branch's output layer ``c_proj`` / ``o_proj`` / ``down_proj`` becomes a
-    :class:`LayerScaledLinear` or :class:`~layerscale.surgery.scaled_conv1d.LayerScaledConv1D`, key
-    ``layer_scale``; see :mod:`layerscale.surgery.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
+    :class:`LayerScaledLinear` or :class:`~layerscale.surgery.hf.scaled_conv1d.LayerScaledConv1D`, key
+    ``layer_scale``; see :mod:`layerscale.surgery.hf.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
     (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks — on a Hugging Face language model
     that is a ``UserWarning`` (a pretrained model almost always wants ``1.0``); ``1.0`` leaves the outputs
     unchanged exactly. On a Hugging Face language model the config's ``model_type`` gets the suffix ``_layerscale``
     until γ is folded, so that a plain ``AutoModelForCausalLM.from_pretrained`` of its save fails instead of
-    dropping γ (:mod:`layerscale.surgery.hf_layerscale_config`). ``inplace=False`` modifies a deep copy. Returns
+    dropping γ (:mod:`layerscale.surgery.hf.hf_layerscale_config`). ``inplace=False`` modifies a deep copy. Returns
     the model.
 
     Raises ``ValueError`` naming the model's class if no residual block is recognised, or if every recognised

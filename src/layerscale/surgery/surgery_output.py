@@ -16,7 +16,7 @@ __all__ = ["finish_write", "train_config_text"]
 def train_config_text(model: nn.Module, run: Any, dest: Path) -> str:
     """The source run's config with the model's new constructor arguments (depth, residual, ls_placement) and
     ``run.init_from: DEST`` (absolute), ``run.out_dir`` cleared: the config that trains the edited model."""
-    from ..train.config_file import dump_config
+    from ..train.config.config_file import dump_config
 
     raw = run.config.to_dict()
     args = model.__dict__.get("_init_kwargs", {})
@@ -33,7 +33,7 @@ def finish_write(model: nn.Module, source: SourceModel, dest: Path, surgery: dic
     """Write ``model`` to ``dest`` (see :func:`~layerscale.surgery.model_files.write_model_folder`) with the source's
     tokenizer files, so the folder is a complete source again; returns the lines to print."""
     if fold:
-        from .fold import fold_layerscale
+        from .folding.fold import fold_layerscale
 
         fold_layerscale(model)
         surgery = {**surgery, "folded": True}

@@ -8,12 +8,12 @@ Extension point for monitors (per-layer statistics, custom logging): subclass :c
 """
 
 from .callbacks import Callback
-from .config import DataConfig, ModelConfig, OptimConfig, RunConfig, TrainConfig
-from .nonfinite import NonFiniteError
-from .param_groups import is_scale_parameter, param_groups
+from .config.schema import DataConfig, ModelConfig, OptimConfig, RunConfig, TrainConfig
+from .loop.nonfinite import NonFiniteError
+from .loop.param_groups import is_scale_parameter, param_groups
 from .runner import TrainResult, run
-from .schedule import WarmupCosineSchedule, warmup_cosine_lr
-from .trainer import Trainer, TrainState
+from .loop.schedule import WarmupCosineSchedule, warmup_cosine_lr
+from .loop.trainer import Trainer, TrainState
 
 __all__ = [
     "Callback", "DataConfig", "ModelConfig", "NonFiniteError", "OptimConfig", "RunConfig", "TrainConfig",

@@ -1,7 +1,7 @@
 """The trainer's extension point: objects whose methods it calls at fixed moments of a run.
 
 Subclass :class:`Callback` and override what you need; pass instances as ``layerscale.train.run(config,
-callbacks=[...])``. Every method receives the :class:`~layerscale.train.trainer.Trainer`, whose public attributes
+callbacks=[...])``. Every method receives the :class:`~layerscale.train.loop.trainer.Trainer`, whose public attributes
 are the contract:
 
 - ``trainer.model``: the module being trained, unwrapped from DDP (under FSDP its parameters are sharded DTensors;
@@ -21,7 +21,7 @@ Callbacks run on every rank, in the order given, after the trainer's own work fo
 a checkpoint calls ``on_train_start`` again with ``trainer.state`` already at the checkpoint's step. A callback
 that keeps state across a resume either derives it from ``trainer.state`` or defines ``state_dict()`` /
 ``load_state_dict(state)`` (plain data), which checkpoints save and a resume restores before ``on_train_start``
-(see :mod:`layerscale.train.callback_state`).
+(see :mod:`layerscale.train.state.callback_state`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ EXIT_NONFINITE = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .config_source import packaged_config_names
+    from .config.config_source import packaged_config_names
 
     parser.add_argument("--config", metavar="FILE_OR_NAME",
                         help=f"YAML or JSON config file, or the name of a packaged config: "
@@ -70,7 +70,7 @@ def _report_failure(message: str, is_main: bool, status: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .nonfinite import NonFiniteError
+    from .loop.nonfinite import NonFiniteError
     from .runner import run as run_training
 
     if args.resume is not None and args.out is not None:
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     _release_distributed_objects()
     if not is_main:
         return 0
-    from .run_summary import final_line
+    from .records.run_summary import final_line
 
     print(final_line(result, time.perf_counter() - started))
     return 0

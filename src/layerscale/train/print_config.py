@@ -14,8 +14,8 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
-from .config import TrainConfig
-from .config_file import apply_overrides, dump_config
+from .config.schema import TrainConfig
+from .config.config_file import apply_overrides, dump_config
 
 __all__ = ["check_model_options", "resolved_config_text"]
 

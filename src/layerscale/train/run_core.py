@@ -23,21 +23,21 @@ import torch
 from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
 from ..paths import describe_non_file
-from .auto_policy import choose_compile
-from .budget import planned_total_steps, steps_per_epoch
+from .loop.auto_policy import choose_compile
+from .loop.budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
-from .environment import run_environment
-from .checkpoint import (
+from .records.environment import run_environment
+from .state.checkpoint import (
     CHECKPOINT_DIR,
     MODEL_FILE,
     STATE_FILE,
     latest_checkpoint,
     remove_stale_temporaries,
 )
-from .config import TrainConfig
-from .data_setup import TrainData
-from .initial_weights import freeze_for_config
-from .finite_check import check_resume_finite
+from .config.schema import TrainConfig
+from .setup.data_setup import TrainData
+from .setup.initial_weights import freeze_for_config
+from .state.finite_check import check_resume_finite
 from .distributed import (
     DistContext,
     barrier,
@@ -46,12 +46,12 @@ from .distributed import (
     teardown_distributed,
     wrap_model,
 )
-from .metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
-from .run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
-from .run_summary import warmup_warning, workers_resume_warning
-from .train_state import check_position
-from .train_state_fit import check_state_fits
-from .trainer import Trainer
+from .records.metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
+from .state.run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
+from .records.run_summary import warmup_warning, workers_resume_warning
+from .state.train_state import check_position
+from .state.train_state_fit import check_state_fits
+from .loop.trainer import Trainer
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model"]
 
@@ -166,7 +166,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     """From a built, checked model and its data to a finished run — the part of :func:`run` shared with
     :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
     it is finite), create or update the run folder only once every rank passed every check and rank 0 holds its lock
-    (:mod:`~layerscale.train.run_lock`: a run directory another live process trains is refused), train, and write
+    (:mod:`~layerscale.train.state.run_lock`: a run directory another live process trains is refused), train, and write
     ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
     freeze_for_config(model, cfg.optim.trainable)  # before wrapping: DDP registers only trainable parameters
     model.to(ctx.device)
@@ -186,7 +186,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
                          scheduler=trainer.scheduler, model_args=model_args)
         try:
             trainer.restore(*saved)
-        except ValueError as exc:  # a callback's state (layerscale.train.callback_state) refused
+        except ValueError as exc:  # a callback's state (layerscale.train.state.callback_state) refused
             raise ValueError(f"{where}: {exc}") from None
         except (RuntimeError, KeyError, TypeError) as exc:  # optimizer / scheduler state of another setup
             raise ValueError(f"{checkpoint}: training state does not fit this run "
@@ -195,7 +195,7 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     restarting = saved is None and (run_dir / CONFIG_FILE).is_file()  # stopped before its first checkpoint
     barrier(ctx)  # every rank has passed every check (on the same files) before rank 0 writes anything
     with ExitStack() as held:
-        # One live process per run directory (layerscale.train.run_lock): rank 0 takes it, every rank hears.
+        # One live process per run directory (layerscale.train.state.run_lock): rank 0 takes it, every rank hears.
         refusal = None
         if ctx.is_main:
             try:

@@ -29,13 +29,13 @@ import torch
 from ..destinations import check_writable_dir
 from ..messages import shown_value
 from .callbacks import Callback
-from .checkpoint import check_same_architecture, load_checkpoint
-from .config import TrainConfig
-from .config_file import apply_overrides, dump_config, load_config_file
-from .initial_weights import load_initial_weights
-from .model_build import build_model
-from .config_source import resolve_config_path
-from .data_setup import load_train_data
+from .state.checkpoint import check_same_architecture, load_checkpoint
+from .config.schema import TrainConfig
+from .config.config_file import apply_overrides, dump_config, load_config_file
+from .setup.initial_weights import load_initial_weights
+from .setup.model_build import build_model
+from .config.config_source import resolve_config_path
+from .setup.data_setup import load_train_data
 from .run_core import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -84,7 +84,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
 
     Works the same under ``torchrun`` (every rank calls it; rank 0 writes). Raises ``ValueError``,
     ``FileNotFoundError``, ``FileExistsError`` or ``ImportError`` for bad input, before writing anything;
-    :class:`~layerscale.train.nonfinite.NonFiniteError` if the run diverges with ``run.on_nonfinite: stop``.
+    :class:`~layerscale.train.loop.nonfinite.NonFiniteError` if the run diverges with ``run.on_nonfinite: stop``.
 
     With ``model`` (any ``nn.Module``) and ``train_data`` / ``eval_data`` (Datasets of ``(inputs, target)`` or
     DataLoaders), trains the user's model instead, with ``loss_fn(output, target)`` (default: cross-entropy for
@@ -123,7 +123,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         # Imported here: diagnostics builds on the trainer's callback API (no import cycle at module load).
         from ..diagnostics.callback import DiagnosticsCallback
-        from ..surgery.new_blocks import new_block_modules
+        from ..surgery.growth.new_blocks import new_block_modules
 
         monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics), new_block_modules(model))
         if monitor is not None and any(getattr(m, "stream_mix1", None) is not None for m in model.modules()):

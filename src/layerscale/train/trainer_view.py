@@ -1,6 +1,6 @@
 """What callbacks and the finite checks may read of a running trainer: :class:`TrainerView`.
 
-A structural type (``typing.Protocol``): :class:`~layerscale.train.trainer.Trainer` satisfies it without naming it,
+A structural type (``typing.Protocol``): :class:`~layerscale.train.loop.trainer.Trainer` satisfies it without naming it,
 so the modules the trainer imports (callbacks, finite checks) describe their argument without importing the
 trainer back.
 """
@@ -26,7 +26,7 @@ class TrainerView(Protocol):
     batch: Any  #: ``(inputs, targets)`` of the step that just ended
     optimizer: torch.optim.Optimizer
     scheduler: Any
-    config: Any  #: the run's :class:`~layerscale.train.config.TrainConfig`
+    config: Any  #: the run's :class:`~layerscale.train.config.schema.TrainConfig`
     run_dir: Path
     ctx: Any  #: ``rank``, ``world_size``, ``is_main``, ``device``
     train_loader: torch.utils.data.DataLoader

@@ -19,7 +19,7 @@ Contract:
   logits ``(B, C)`` with integer targets ``(B,)``, or on next-token logits ``(B, T, V)`` with targets ``(B, T)``
   (the dataset yields ``(tokens, next tokens)``); the kind is read from the first training sample's target.
 * ``config``: the ``data`` (``batch_size``, ``eval_batch_size``, ``num_workers`` only), ``optim``, ``run`` and
-  ``diagnostics`` sections of :class:`~layerscale.train.config.TrainConfig`; no ``model`` section.
+  ``diagnostics`` sections of :class:`~layerscale.train.config.schema.TrainConfig`; no ``model`` section.
 * Resume: ``run(model=same_architecture, train_data=same_data, loss_fn=same_loss, resume=RUN_DIR)``, with no
   ``config`` (the run's ``config.yaml`` is used; ``overrides`` change keys). The checkpoint records the model's
   class (``module.QualName``) and its weights' names and shapes; a model of another class or architecture is
@@ -44,13 +44,13 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from ..destinations import check_writable_dir
 from ..messages import shown_value
 from .callbacks import Callback
-from .checkpoint import check_same_architecture, load_checkpoint
-from .config import ModelConfig, TrainConfig
-from .config_file import apply_overrides, dump_config, load_config_file
-from .config_source import resolve_config_path
-from .data_setup import TrainData
+from .state.checkpoint import check_same_architecture, load_checkpoint
+from .config.schema import ModelConfig, TrainConfig
+from .config.config_file import apply_overrides, dump_config, load_config_file
+from .config.config_source import resolve_config_path
+from .setup.data_setup import TrainData
 from .distributed import broadcast_object
-from .objective import LossFn
+from .loop.objective import LossFn
 from .run_core import (
     CONFIG_FILE,
     _check_extras,
@@ -212,7 +212,7 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         from ..diagnostics.callback import DiagnosticsCallback
         from ..diagnostics.discovery import find_blocks
-        from ..surgery.new_blocks import new_block_modules
+        from ..surgery.growth.new_blocks import new_block_modules
 
         monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics), new_block_modules(model))
         description = (f"{type(model).__name__}: {sum(p.numel() for p in model.parameters()):,} parameters; "

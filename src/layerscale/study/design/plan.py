@@ -52,7 +52,7 @@ class StudyPlan:
 
 def _checked_configs(spec: StudySpec, study_dir: Path) -> dict:
     """Every cell's tuning and final config, validated (no data read): ``{(method, depth, kind): TrainConfig}``."""
-    from ...train.config import TrainConfig
+    from ...train.config.schema import TrainConfig
 
     spec.check_compatible(study_dir)
     configs = {}
@@ -72,8 +72,8 @@ def plan_study(spec: StudySpec, study_dir: Path) -> StudyPlan:
     import torch
 
     from ...models.registry import create_model
-    from ...train.budget import planned_total_steps, steps_per_epoch
-    from ...train.data_setup import is_language_model, load_train_data
+    from ...train.loop.budget import planned_total_steps, steps_per_epoch
+    from ...train.setup.data_setup import is_language_model, load_train_data
 
     configs = _checked_configs(spec, study_dir)
     first = next(iter(configs.values()))

@@ -30,7 +30,7 @@ from ...atomic_io import write_bytes_atomic
 from ...diagnostics import plots
 from ...diagnostics.report import ReportSection, write_html_document
 from ...diagnostics.run_data import RunData
-from ...train.metrics_log import METRICS_FILE, read_metrics
+from ...train.records.metrics_log import METRICS_FILE, read_metrics
 from .figures import (figure_depth_curves, plot_lr_sensitivity, plot_metric_vs_depth, table_title,
                       validation_label)
 from ..design.grid import StudySpec, format_lr

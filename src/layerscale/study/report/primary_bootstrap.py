@@ -1,5 +1,5 @@
 """The two-level bootstrap interval (seeds × test examples) of each primary comparison, from the final runs'
-per-example test outcomes (:mod:`layerscale.train.test_outcomes`, :mod:`layerscale.stats.sampling_noise`)."""
+per-example test outcomes (:mod:`layerscale.train.records.test_outcomes`, :mod:`layerscale.stats.sampling_noise`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from ...train.test_outcomes import read_test_outcomes
+from ...train.records.test_outcomes import read_test_outcomes
 from ..design.grid import RunSpec, StudySpec
 from .results import CellResult, Metric
 from ...stats.sampling_noise import bootstrap_interval, two_level_bootstrap

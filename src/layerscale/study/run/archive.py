@@ -8,7 +8,7 @@ deletes it. The contract:
 
 - **What goes in**: every regular file under ``runs/`` except checkpoints and other weights (a ``checkpoints/``
   or ``tensorboard/`` folder, ``*.safetensors``, ``*.pt``, ``*.ckpt``), temporary files (``*.tmp``) and the run
-  lock a live process holds (``.lock``, :mod:`layerscale.train.run_lock`), as ``runs/<path>``. The archive is
+  lock a live process holds (``.lock``, :mod:`layerscale.train.state.run_lock`), as ``runs/<path>``. The archive is
   deterministic (sorted members, mtime 0, no owner names, fixed modes): packing the same records twice gives the
   same bytes, so a repository holds one version of it, not one per repack.
 - **Diagnostics records are compacted** (:func:`layerscale.diagnostics.records.compact_record`): in every
@@ -64,8 +64,8 @@ from typing import TypeVar
 from ...atomic_io import write_bytes_atomic
 from ...untrusted_files import MAX_RECORD_BYTES, UntrustedFileError, read_regular_file, regular_files
 from ...diagnostics.records import COMPACT_DIGITS, compact_record
-from ...train.metrics_log import METRICS_FILE
-from ...train.run_lock import LOCK_FILE
+from ...train.records.metrics_log import METRICS_FILE
+from ...train.state.run_lock import LOCK_FILE
 from .columnar_metrics import COLUMNS_FILE, decode_metrics, encode_metrics
 from .csv_rows import read_rows
 from ..design.grid import RUNS_DIR

@@ -2,7 +2,7 @@
 steps of every cell's model, before committing hours to it.
 
 Each (method, depth) cell's model is built and trained exactly as its runs would be (the run's config, data, model,
-optimizer and precision, through :class:`~layerscale.train.trainer.Trainer`, on the run's ``run.device``) for a few
+optimizer and precision, through :class:`~layerscale.train.loop.trainer.Trainer`, on the run's ``run.device``) for a few
 optimizer steps on one batch, and one evaluation batch is timed under ``inference_mode``, with the run's thread
 count. It times this machine: for runs sent to a cluster, run it there. A run's time is then
 
@@ -94,11 +94,11 @@ def time_cells(spec: StudySpec, study_dir: Path, threads: int, steps: int = 3) -
     import torch
 
     from ...models.registry import create_model
-    from ...train.config import TrainConfig
-    from ...train.data_setup import load_train_data
+    from ...train.config.schema import TrainConfig
+    from ...train.setup.data_setup import load_train_data
     from ...train.distributed import wrap_model
     from ...train.runner import distributed_run
-    from ...train.trainer import Trainer
+    from ...train.loop.trainer import Trainer
 
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)

@@ -36,7 +36,7 @@ def _run_folder(study_dir: Path, run_id: str) -> Path:
 
 def committed_config(study_dir: str | os.PathLike, run_id: str) -> dict:
     """The resolved training config the study recorded for ``run_id`` (unpacking the study's runs if needed)."""
-    from ...train.config_file import load_config_file
+    from ...train.config.config_file import load_config_file
 
     return load_config_file(_run_folder(Path(study_dir), run_id) / "config.yaml")
 
@@ -65,9 +65,9 @@ def resumable(run_dir: str | os.PathLike, raw: dict) -> bool:
     checkpoint to resume from. The trainer's resume is bitwise — its checkpoint holds the model, optimizer, schedule,
     data position and RNG states, and ``metrics.jsonl`` is cut back to the checkpoint's step — so resuming such a run
     ends where an uninterrupted one would; a folder of any other config is never resumed."""
-    from ...train.checkpoint import latest_checkpoint
-    from ...train.config import TrainConfig
-    from ...train.config_file import load_config_file
+    from ...train.state.checkpoint import latest_checkpoint
+    from ...train.config.schema import TrainConfig
+    from ...train.config.config_file import load_config_file
 
     run_dir = Path(run_dir)
     if is_finished(run_dir) or not (run_dir / "config.yaml").is_file() or latest_checkpoint(run_dir) is None:
@@ -87,8 +87,8 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
     run); anything else in ``run_dir`` is cleared and the run trained from its start (``"trained"``). A run that
     stops on a non-finite step writes ``diverged.json`` (its message and step, atomically) and returns
     ``"diverged"``: divergence is a result, not an error. The run directory's lock
-    (:mod:`layerscale.train.run_lock`) is held from before anything is cleared to the end, so a run that another live
-    process trains raises :class:`~layerscale.train.run_lock.RunDirectoryInUse` with nothing touched: several
+    (:mod:`layerscale.train.state.run_lock`) is held from before anything is cleared to the end, so a run that another live
+    process trains raises :class:`~layerscale.train.state.run_lock.RunDirectoryInUse` with nothing touched: several
     processes may work through the same list of runs, each leaving the others' runs to them."""
     import contextlib
     import io
@@ -96,8 +96,8 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
     import torch
 
     from ...atomic_io import write_json_atomic
-    from ...train.nonfinite import NonFiniteError
-    from ...train.run_lock import clear_run_dir, hold_run_dir
+    from ...train.loop.nonfinite import NonFiniteError
+    from ...train.state.run_lock import clear_run_dir, hold_run_dir
     from ...train.runner import run as train_run
 
     run_dir = Path(run_dir)
@@ -160,7 +160,7 @@ def retrain_run(study_dir: str | os.PathLike, run_id: str, out: str | os.PathLik
 
 def retrained_metric(run_dir: str | os.PathLike, classification: bool) -> float | None:
     """The test metric of a finished run directory, as the study computes it (accuracy in %, bits per byte)."""
-    from ...train.metrics_log import read_metrics
+    from ...train.records.metrics_log import read_metrics
     from ..design.metric import Metric
 
     metric = Metric.for_language_model(not classification)
@@ -170,7 +170,7 @@ def retrained_metric(run_dir: str | os.PathLike, classification: bool) -> float 
 
 def training_seconds(run_dir: str | os.PathLike) -> float | None:
     """Training seconds of a run: the ``time`` of its last training record (``None`` before the first one)."""
-    from ...train.metrics_log import read_metrics
+    from ...train.records.metrics_log import read_metrics
 
     path = Path(run_dir) / "metrics.jsonl"
     return _last_training_time(read_metrics(path)) if path.is_file() else None
@@ -187,7 +187,7 @@ def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     (only for a finished run), ``steps`` and ``train_s`` (as :func:`training_seconds`, from the records read once)."""
     import json
 
-    from ...train.metrics_log import read_metrics
+    from ...train.records.metrics_log import read_metrics
     from ..design.metric import Metric
 
     run_dir = Path(run_dir)

@@ -8,7 +8,7 @@ what a run ran on from 2026-12-01). A reused run is a draw of the same recipe, a
 A run is reused only when all of this holds: the new design lists its run id among its final runs (under
 ``--tuning grid`` every rate it tries; under ``halving``, the shared rate, the only final rate known before tuning);
 the old run has ended (``finished`` or ``diverged``); and its saved ``config.yaml``, read back through
-:class:`~layerscale.train.config.TrainConfig` (so keys added since take their defaults), equals the new run's config
+:class:`~layerscale.train.config.schema.TrainConfig` (so keys added since take their defaults), equals the new run's config
 except for its folder; and its records agree with themselves (below). Nothing in the old study changes.
 
 **The old study is someone else's folder** (a colleague's, a download): it is read through
@@ -32,9 +32,9 @@ import tempfile
 from pathlib import Path
 
 from ...atomic_io import write_bytes_atomic
-from ...train.metrics_log import METRICS_FILE
+from ...train.records.metrics_log import METRICS_FILE
 from ...train.run_core import CONFIG_FILE, SUMMARY_FILE
-from ...train.test_outcomes import OUTCOMES_FILE, read_test_outcomes
+from ...train.records.test_outcomes import OUTCOMES_FILE, read_test_outcomes
 from ...untrusted_files import UntrustedFileError, parse_json, read_regular_file, regular_files
 from ..design.grid import RUNS_DIR, RunSpec, StudySpec
 from .worker import STATUS_FILE
@@ -54,7 +54,7 @@ class _NotReusable(Exception):
 
 
 def _normalised(config: dict) -> dict:
-    from ...train.config import TrainConfig
+    from ...train.config.schema import TrainConfig
 
     raw = TrainConfig.from_dict(config).to_dict()
     raw.get("run", {}).pop("out_dir", None)

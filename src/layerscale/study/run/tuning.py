@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...train.metrics_log import METRICS_FILE, read_metrics
+from ...train.records.metrics_log import METRICS_FILE, read_metrics
 
 __all__ = ["rung_steps", "run_score", "select", "RungResult", "RateChoice", "choose_rate", "EXTENSION_FACTOR",
            "extension_rate", "mean_score"]

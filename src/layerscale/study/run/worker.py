@@ -13,7 +13,7 @@ the ``layerscale study`` process that started it: a parent that died *before* th
 (the worker has been re-parented), one that dies after it by the signal. On systems without ``prctl`` the worker
 also polls its parent at every step. A killed study therefore leaves no worker training, and a rerun never trains
 the same run twice at once. Whatever the engine, the worker also holds its run directory's lock
-(:mod:`layerscale.train.run_lock`) from before it clears a directory that never reached a checkpoint to its end, so
+(:mod:`layerscale.train.state.run_lock`) from before it clears a directory that never reached a checkpoint to its end, so
 a second worker for the same run — a rerun while an orphan of a killed study still trains — is refused, not run.
 """
 
@@ -71,7 +71,7 @@ def read_status(run_dir: Path) -> dict | None:
 def main(argv: list[str]) -> int:
     import torch
 
-    from ...train.run_lock import hold_run_dir
+    from ...train.state.run_lock import hold_run_dir
 
     parent, run_dir, config_path, threads = int(argv[0]), Path(argv[1]), Path(argv[2]), int(argv[3])
     torch.set_num_threads(threads)
@@ -86,9 +86,9 @@ def main(argv: list[str]) -> int:
 
 def _train(run_dir: Path, config: dict, parent: int) -> int:
     from ...train.callbacks import Callback
-    from ...train.checkpoint import latest_checkpoint
-    from ...train.nonfinite import NonFiniteError
-    from ...train.run_lock import clear_run_dir
+    from ...train.state.checkpoint import latest_checkpoint
+    from ...train.loop.nonfinite import NonFiniteError
+    from ...train.state.run_lock import clear_run_dir
     from ...train.runner import SUMMARY_FILE, run
 
     class StopWithParent(Callback):

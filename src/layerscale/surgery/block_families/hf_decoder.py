@@ -1,4 +1,4 @@
-"""Hugging Face causal LMs with GPT-2 or Llama-family decoder layers (:mod:`layerscale.surgery.hf_decoder_layers`):
+"""Hugging Face causal LMs with GPT-2 or Llama-family decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
 the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``).
 
 The depth lives in the config (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``), which
@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .base import BlockFamily
-from ..hf_decoder_layers import branch_outputs, decoder_layer_types
+from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily"]

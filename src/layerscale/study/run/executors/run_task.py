@@ -97,7 +97,7 @@ def worker_command(task: RunTask, *, node_rank: int = 0, master_addr: str = "127
 
 def _latest_checkpoint_name(run_dir: Path) -> str | None:
     """Name of the run's newest complete checkpoint (``checkpoints/step_*``, see
-    :mod:`layerscale.train.checkpoint`), without importing torch."""
+    :mod:`layerscale.train.state.checkpoint`), without importing torch."""
     root = run_dir / "checkpoints"
     names = sorted(p.name for p in root.glob("step_*") if p.is_dir()) if root.is_dir() else []
     return names[-1] if names else None
@@ -117,7 +117,7 @@ def execute(task: RunTask, *, node_rank: int = 0, master_addr: str = "127.0.0.1"
         Path(task.config_path).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(task.config_path, task.config)
         if task.distributed and run_dir.is_dir() and _latest_checkpoint_name(run_dir) is None:
-            from ....train.run_lock import clear_run_dir, hold_run_dir
+            from ....train.state.run_lock import clear_run_dir, hold_run_dir
 
             with hold_run_dir(run_dir):  # never under a live worker of this run (RunDirectoryInUse)
                 clear_run_dir(run_dir)

@@ -16,7 +16,7 @@ checkpoint.
 **On this machine** (``submitit_cluster: local``) a job's controller outlives the study that submitted it; each job
 therefore watches the study process and stops its worker once the study is gone (:mod:`.study_watch`), so a killed
 study leaves nothing training. On any cluster a worker holds its run directory's lock
-(:mod:`layerscale.train.run_lock`): a second worker for a run still trained by a live one is refused.
+(:mod:`layerscale.train.state.run_lock`): a second worker for a run still trained by a live one is refused.
 """
 
 from __future__ import annotations

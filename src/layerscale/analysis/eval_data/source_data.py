@@ -1,0 +1,203 @@
+"""The data a source's model is scored and judged on: a calibration split that scores blocks, chooses what to remove
+and heals, and a disjoint evaluation split that judges.
+
+* **A training run** (or one of our folders with ``train.yaml``): evaluation is its held-out split (or ``--data`` /
+  ``--data-path``, :func:`~layerscale.sources.run_model.load_eval_data`); calibration is its validation split when
+  it has one (``data.validation_fraction``), else the start of its training split.
+* **An image model folder** (timm, ours): ``--data NAME`` (``--data-path`` its folder) at the model's image size;
+  calibration from the dataset's training split, evaluation from its test split.
+* **A language model folder** (Hugging Face, our GPT): the text or JSONL at ``--data-path``
+  (:func:`~layerscale.data.corpus_file.read_corpus`) through the model's tokenizer (``--tokenizer``, default the
+  folder's own; bytes for our byte-level GPT), cut into windows of ``--seq-len`` tokens and split by position
+  (:mod:`~layerscale.data.token_windows`), ``--samples`` windows per split.
+
+Refused in one line before any scoring: a tokenizer whose vocabulary does not fit the model's embedding (an id the
+model has no row for), a ``--seq-len`` past the model's positions, no tokenizer for a model that needs one, and the
+data refusals of :mod:`~layerscale.data.corpus_file`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from .evaluation import EvalSet, as_eval_set
+
+__all__ = ["TextOptions", "DataRequest", "SourceData", "source_data", "embedding_rows", "max_positions"]
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """Language data options: ``tokenizer`` folder (``None``: the model folder's own, or bytes for a byte model),
+    ``seq_len`` tokens per window, ``samples`` windows per split (``None``: all), JSONL ``text_field``."""
+
+    tokenizer: str | os.PathLike | None = None
+    seq_len: int = 128
+    samples: int | None = 64
+    text_field: str | None = None
+
+
+@dataclass(frozen=True)
+class DataRequest:
+    """What the command line asked for: dataset name / path, image size, text options, examples per split."""
+
+    data: str | None = None
+    data_path: str | os.PathLike | None = None
+    img_size: int | None = None
+    text: TextOptions | None = None
+    examples: int | None = None
+
+
+@dataclass
+class SourceData:
+    """``calibration`` and ``evaluation`` :class:`EvalSet` s; ``tokens`` ``True`` when they are token windows of a
+    language model (evaluation windows are rows of ``evaluation.inputs`` plus the last target); ``lines`` describe
+    them for the user."""
+
+    calibration: EvalSet
+    evaluation: EvalSet
+    tokens: bool = False
+    lines: list[str] = field(default_factory=list)
+
+
+def embedding_rows(model: nn.Module) -> int | None:
+    """How many token ids the model's input embedding has rows for (``None``: not a token model)."""
+    get = getattr(model, "get_input_embeddings", None)
+    if callable(get):
+        embedding = get()
+        if isinstance(embedding, nn.Embedding):
+            return embedding.num_embeddings
+    size = getattr(model, "vocab_size", None)
+    return size if isinstance(size, int) else None
+
+
+def max_positions(model: nn.Module) -> int | None:
+    """The longest sequence the model takes (Hugging Face ``max_position_embeddings`` / ``n_positions``; our GPT's
+    ``block_size``); ``None`` when unbounded (rotary models without a stated maximum)."""
+    config = getattr(model, "config", None)
+    for key in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, key, None) if config is not None else None
+        if isinstance(value, int):
+            return value
+    value = getattr(model, "block_size", None)
+    return value if isinstance(value, int) else None
+
+
+def _run_data(found: Any, request: DataRequest) -> SourceData:
+    from ...sources.run_model import load_eval_data
+    from ...train.setup.data_setup import load_train_data
+
+    train_data = found.run.train_data if found.run.train_data is not None else load_train_data(found.run.config)
+    evaluation = as_eval_set(load_eval_data(found.run, request.data, request.data_path, train_data=train_data),
+                             request.examples)
+    if request.data is None and request.data_path is None and train_data.validation is not None:
+        calibration, where = as_eval_set(train_data.validation, request.examples), "the run's validation split"
+    else:
+        calibration, where = as_eval_set(train_data.train, request.examples), "the run's training split"
+    language = evaluation.inputs.dim() == 2 and not evaluation.inputs.is_floating_point()
+    return SourceData(calibration, evaluation, language,
+                      [f"calibration: {len(calibration)} examples of {where}; evaluation: {len(evaluation)} "
+                       "held-out examples"])
+
+
+def _image_data(found: Any, request: DataRequest) -> SourceData:
+    if request.data is None:
+        raise ValueError(f"{found.path} is an image model: give the dataset with --data NAME (and its folder with "
+                         "--data-path)")
+    from ...data.registry import load_dataset
+
+    model = found.model
+    img_size = request.img_size or _image_size(model)
+    bundle = load_dataset(request.data, request.data_path, augment=False, img_size=img_size, test_fraction=0.2,
+                          seed=0)
+    classes = getattr(model, "num_classes", None)
+    if isinstance(classes, int) and classes != bundle.num_classes:
+        raise ValueError(f"--data {request.data} has {bundle.num_classes} classes but {found.path} has "
+                         f"num_classes={classes}; the data does not fit this model")
+    channels = _in_chans(model)
+    if channels is not None and channels != bundle.in_chans:
+        raise ValueError(f"--data {request.data} has {bundle.in_chans} channel(s) but {found.path} takes {channels}; "
+                         "the data does not fit this model")
+    calibration, evaluation = as_eval_set(bundle.train, request.examples), as_eval_set(bundle.test, request.examples)
+    return SourceData(calibration, evaluation, False,
+                      [f"calibration: {len(calibration)} training images of {bundle.name}; evaluation: "
+                       f"{len(evaluation)} test images"])
+
+
+def _image_size(model: nn.Module) -> int | None:
+    size = getattr(model, "img_size", None)
+    if isinstance(size, int):
+        return size
+    cfg = model.__dict__.get("pretrained_cfg")
+    if isinstance(cfg, dict) and isinstance(cfg.get("input_size"), (tuple, list)):
+        return int(cfg["input_size"][-1])
+    embed = getattr(model, "patch_embed", None)
+    size = getattr(embed, "img_size", None)
+    return int(size[0]) if isinstance(size, (tuple, list)) else None
+
+
+def _in_chans(model: nn.Module) -> int | None:
+    """Input channels of an image model (ours: ``in_chans``; timm: its patch embedding's convolution)."""
+    channels = getattr(model, "in_chans", None)
+    if isinstance(channels, int):
+        return channels
+    proj = getattr(getattr(model, "patch_embed", None), "proj", None)
+    return proj.in_channels if isinstance(proj, nn.Conv2d) else None
+
+
+def _tokenizer_for(found: Any, text: TextOptions):
+    from ...data.tokenizer_folder import byte_tokenizer, load_tokenizer
+
+    if text.tokenizer is not None:
+        return load_tokenizer(text.tokenizer)
+    if found.tokenizer is not None:
+        return load_tokenizer(found.tokenizer)
+    if found.library == "layerscale" and embedding_rows(found.model) == 256:
+        return byte_tokenizer()
+    raise ValueError(f"{found.path} has no tokenizer files; give --tokenizer FOLDER (a Hugging Face tokenizer "
+                     "folder) for its text")
+
+
+def _text_data(found: Any, request: DataRequest) -> SourceData:
+    from ...data.corpus_file import read_corpus
+    from ...data.token_windows import split_windows, token_windows
+
+    text = request.text or TextOptions()
+    if request.data not in (None, "text"):
+        raise ValueError(f"{found.path} is a language model: give its text with --data-path FILE (text or JSONL), "
+                         f"not --data {request.data}")
+    if request.data_path is None:
+        raise ValueError(f"{found.path} is a language model: give its text with --data-path FILE (text or JSONL)")
+    model = found.model
+    rows, positions = embedding_rows(model), max_positions(model)
+    if isinstance(text.seq_len, bool) or not isinstance(text.seq_len, int) or text.seq_len < 2:
+        raise ValueError(f"--seq-len must be an integer >= 2, got {text.seq_len!r}")
+    if positions is not None and text.seq_len > positions:
+        raise ValueError(f"--seq-len {text.seq_len} is past the model's {positions} positions; use --seq-len <= "
+                         f"{positions}")
+    tokenizer = _tokenizer_for(found, text)
+    if rows is not None and tokenizer.vocab_size > rows:
+        raise ValueError(f"tokenizer {tokenizer.name} has a vocabulary of {tokenizer.vocab_size} but the model's "
+                         f"embedding has {rows} rows; the tokenizer does not fit this model")
+    ids = tokenizer.encode(read_corpus(request.data_path, text.text_field))
+    if ids and rows is not None and max(ids) >= rows:
+        raise ValueError(f"tokenizer {tokenizer.name} produced id {max(ids)} but the model's embedding has {rows} "
+                         "rows; the tokenizer does not fit this model")
+    calibration, evaluation = split_windows(token_windows(ids, text.seq_len), text.samples)
+    line = (f"{tokenizer.name} tokenizer: {len(ids):,} tokens; {len(calibration)} calibration and "
+            f"{len(evaluation)} evaluation windows of {text.seq_len} tokens")
+    return SourceData(as_eval_set(calibration), as_eval_set(evaluation), True, [line])
+
+
+def source_data(found: Any, request: DataRequest) -> SourceData:
+    """Calibration and evaluation data of ``found`` (a :class:`~layerscale.sources.SourceModel`) for ``request``
+    (module docstring)."""
+    if found.run is not None and not (found.is_language_model and request.text is not None
+                                      and request.text.tokenizer is not None):
+        return _run_data(found, request)
+    if found.is_language_model:
+        return _text_data(found, request)
+    return _image_data(found, request)

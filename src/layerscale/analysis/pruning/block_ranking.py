@@ -1,0 +1,238 @@
+"""Which blocks can go? One score per block (lower = more removable) and the best contiguous span to remove.
+
+For the stream ``x^(l)`` entering block ``l`` (0-based, ``x^(L)`` leaves the last block), on an evaluation set:
+
+* **angular** (Gromov et al. 2024, "The Unreasonable Ineffectiveness of the Deeper Layers", arXiv 2403.17887):
+  ``d(x^(l), x^(l+n)) = arccos(cos(x^(l)_T, x^(l+n)_T)) / π`` on the token ``T`` the head reads, averaged
+  over the examples. The per-block score is ``n = 1``. The token the head reads (:func:`head_readout`): the **last**
+  token for a language model (Gromov et al.'s choice), the **class** token for a classifier whose head reads it
+  (ours, timm ViT / DeiT III with ``global_pool="token"``, Hugging Face ViT), else the **mean** over tokens (a
+  model that pools its features, e.g. timm ``global_pool="avg"`` — whose mean skips the class token, here kept:
+  one token of the mean — or CaiT, whose class token joins only after the main stack and whose class attention
+  reads every patch token).
+* **block_influence** (Men et al. 2024, "ShortGPT: Layers in Large Language Models are More Redundant Than You
+  Expect", arXiv 2403.03853): ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over every token ``t`` of every
+  example (the mean over a sequence's tokens first, then over the examples).
+* **ablation**: ``Δloss_l = E_X[loss with block l replaced by the identity] − E_X[loss]``, the cached-suffix
+  ablation of :mod:`layerscale.analysis.removal.ablation`.
+
+**Best span** (Gromov et al. 2024): the ``n`` contiguous blocks ``ℓ* … ℓ* + n − 1`` to remove are those
+with ``ℓ*(n) = argmin_ℓ d(x^(ℓ), x^(ℓ+n))`` (first on ties), ``ℓ = 0 … L − n``.
+
+``batches`` everywhere here is the evaluation data in any form :func:`layerscale.analysis.eval_data.evaluation.as_eval_set`
+accepts (``(inputs, targets)`` tensors, token ids ``(N, T)``, a Dataset of ``(input, target)`` examples, a
+DataLoader), as for :func:`layerscale.analysis.analyze_depth`; ``max_examples`` of it are used, ``batch_size`` at a
+time. The inputs go to ``device`` (checked first: a one-line ``ValueError`` for a GPU this machine does not have);
+the model must already be there. The model is put in eval mode and restored afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..removal.ablation import LossTotals, ablate_each_block
+from ..device import analysis_device
+from ..eval_data.evaluation import LANGUAGE_MODEL, as_eval_set, logits_of, per_example_loss, task_of
+from ..measures.geometry import angular_distance
+from ..removal.streams import BlockStack, find_block_stack
+
+__all__ = ["RANKINGS", "READOUTS", "StreamMeasures", "best_span", "block_influence", "gromov_best_span",
+           "has_class_token", "head_readout", "measure_streams", "rank_blocks", "readout_tokens", "stream_distances"]
+
+#: The criteria of :func:`rank_blocks`.
+RANKINGS = ("angular", "block_influence", "ablation")
+#: How the head reads the stream: its last token, its class token, or the mean over its tokens.
+READOUTS = ("last", "cls", "mean")
+
+
+def has_class_token(model: nn.Module, stack: BlockStack) -> bool:
+    """Whether the stream's first token is a class token: a ``cls_token`` parameter, and no class-attention stage
+    (CaiT adds its class token only after the main stack)."""
+    if stack.head_blocks:
+        return False
+    return any(name.split(".")[-1] == "cls_token" and p is not None for name, p in model.named_parameters())
+
+
+def batch_readout(model: nn.Module, stack: BlockStack, logits: torch.Tensor, targets: torch.Tensor,
+                  seen: tuple[str | None, str | None]) -> tuple[str, str]:
+    """``(task, readout)`` of one evaluation batch, given those of the batches before (``(None, None)`` first):
+    every batch must be of the same task; the readout (the token the head reads) is fixed by the first."""
+    name = stack.model_name
+    task, readout = seen
+    batch_task = task_of(logits, targets, name)
+    if task is not None and batch_task != task:
+        raise ValueError(f"{name}: evaluation batches of different tasks")
+    return batch_task, readout or head_readout(model, stack, batch_task)
+
+
+def head_readout(model: nn.Module, stack: BlockStack, task: str) -> str:
+    """The token the head reads, one of :data:`READOUTS` (see the module docstring)."""
+    if task == LANGUAGE_MODEL:
+        return "last"
+    pool = getattr(model, "global_pool", "token")
+    if has_class_token(model, stack) and (pool is None or pool == "token"):
+        return "cls"
+    return "mean"
+
+
+def readout_tokens(stream: torch.Tensor, readout: str) -> torch.Tensor:
+    """``(B, T, D) -> (B, D)``: the token the head reads (:data:`READOUTS`), float64."""
+    if readout == "last":
+        return stream[:, -1].double()
+    if readout == "cls":
+        return stream[:, 0].double()
+    if readout == "mean":
+        return stream.double().mean(dim=1)
+    raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+
+
+def stream_distances(head: torch.Tensor) -> torch.Tensor:
+    """``(B, L + 1, D) -> (B, L + 1, L + 1)``: the angular distance ``d(x^(i), x^(j))`` (in ``[0, 1]``) between
+    every two depths of each example's head token (symmetric, zero diagonal)."""
+    if head.dim() != 3:
+        raise ValueError(f"stream_distances needs (examples, depths, width), got {tuple(head.shape)}")
+    b, depths, _ = head.shape
+    out = torch.zeros(b, depths, depths, dtype=torch.float64, device=head.device)
+    for n in range(1, depths):
+        d = angular_distance(head[:, :depths - n], head[:, n:])
+        index = torch.arange(depths - n, device=head.device)
+        out[:, index, index + n] = d
+        out[:, index + n, index] = d
+    return out
+
+
+def block_influence(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+    """ShortGPT's ``1 − cos(x_t, y_t)`` averaged over each example's tokens: ``(B, T, D) × 2 -> (B,)``, float64."""
+    if before.shape != after.shape:
+        raise ValueError(f"block_influence needs tensors of one shape, got {tuple(before.shape)} and "
+                         f"{tuple(after.shape)}")
+    cos = F.cosine_similarity(before.double(), after.double(), dim=-1, eps=1e-12)
+    return (1.0 - cos).reshape(before.shape[0], -1).mean(dim=1)
+
+
+def best_span(distances: torch.Tensor | list, n: int) -> tuple[int, float]:
+    """Gromov et al.'s choice from a mean distance matrix ``distances[i][j] = d(x^(i), x^(j))`` (``(L+1, L+1)``):
+    ``(ℓ*, d(x^(ℓ*), x^(ℓ*+n)))`` with ``ℓ* = argmin_ℓ d(x^(ℓ), x^(ℓ+n))``, first on ties."""
+    matrix = torch.as_tensor(distances, dtype=torch.float64)
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
+        raise ValueError(f"best_span needs an (L+1, L+1) distance matrix with L >= 1, got {tuple(matrix.shape)}")
+    depth = matrix.shape[0] - 1
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= depth:
+        raise ValueError(f"span length n must be an int in [1, {depth}] (the number of blocks), got {n!r}")
+    starts = torch.arange(depth - n + 1)
+    candidates = matrix[starts, starts + n]
+    if torch.isnan(candidates).any():
+        raise ValueError("best_span: the distance matrix holds NaN (non-finite streams)")
+    start = int(torch.argmin(candidates))  # argmin returns the first minimum
+    return start, float(candidates[start])
+
+
+@dataclass
+class StreamMeasures:
+    """Per-example measures of one pass over the evaluation set (``N`` examples, ``L`` blocks).
+
+    ``head_distance[e, i, j]``: angular distance between depths ``i`` and ``j`` of example ``e``'s head token;
+    ``block_influence[e, l]``: ShortGPT's ``1 − mean_t cos`` of block ``l``; ``clean_loss[e]``; with ablation,
+    ``ablation_loss[e, l]``: the loss with block ``l`` replaced by the identity.
+    """
+
+    task: str
+    readout: str
+    head_distance: torch.Tensor
+    block_influence: torch.Tensor
+    clean_loss: torch.Tensor
+    ablation_loss: torch.Tensor | None = None
+
+    @property
+    def depth(self) -> int:
+        return self.block_influence.shape[1]
+
+
+def _check_positive(name: str, value: Any, allow_none: bool = False) -> None:
+    if allow_none and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int{' or None' if allow_none else ''}, got {value!r}")
+
+
+def measure_streams(model: nn.Module, batches: Any, *, ablation: bool = False, device: str | torch.device = "cpu",
+                    batch_size: int = 250, max_examples: int | None = 1000,
+                    call: Callable[[torch.Tensor], Any] | None = None) -> StreamMeasures:
+    """One pass over ``batches`` (see the module docstring) recording the :class:`StreamMeasures`; with
+    ``ablation`` also every block's ablation (about ``L²/2`` block evaluations per batch)."""
+    device = analysis_device(device)
+    _check_positive("batch_size", batch_size)
+    _check_positive("max_examples", max_examples, allow_none=True)
+    stack = find_block_stack(model, call)
+    model, name = stack.model, stack.model_name
+    evalset = as_eval_set(batches, max_examples)
+    task = readout = None
+    distances, influence, clean = [], [], []
+    totals = LossTotals(stack.depth)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for inputs, targets in evalset.batches(batch_size):
+                inputs, targets = inputs.to(device), targets.to(device)
+                captured = stack.capture_evaluation(inputs)
+                logits = logits_of(captured.output, name)
+                task, readout = batch_readout(model, stack, logits, targets, (task, readout))
+                streams = captured.streams
+                head = torch.stack([readout_tokens(s, readout) for s in streams], dim=1)
+                distances.append(stream_distances(head).cpu())
+                influence.append(torch.stack([block_influence(streams[i], streams[i + 1])
+                                              for i in range(stack.depth)], dim=1).cpu())
+                clean.append(per_example_loss(logits, targets)[0].cpu())
+                if ablation:
+                    ablate_each_block(stack, inputs, targets, captured, totals)
+                del captured, streams
+    finally:
+        model.train(was_training)
+    return StreamMeasures(task, readout, torch.cat(distances), torch.cat(influence), torch.cat(clean),
+                          totals.per_example()[0] if ablation else None)
+
+
+def rank_blocks(model: nn.Module, batches: Any, by: str, *, device: str | torch.device = "cpu",
+                batch_size: int = 250, max_examples: int | None = 1000,
+                call: Callable[[torch.Tensor], Any] | None = None) -> list[float]:
+    """One score per block of ``model``'s main stack (length ``L``, block order), lower = more removable:
+    ``by="angular"`` the mean ``d(x^(l), x^(l+1))`` on the token the head reads, ``"block_influence"`` ShortGPT's
+    ``BI_l``, ``"ablation"`` the mean loss increase when block ``l`` is the identity (module docstring).
+
+    ``batches``: the evaluation data, any form :func:`~layerscale.analysis.eval_data.evaluation.as_eval_set` accepts.
+    Raises a one-line ``ValueError`` for an unknown ``by``, a model without discoverable blocks, data that does not
+    fit it, a device this machine does not have, or non-finite scores (NaN weights or streams).
+    """
+    if by not in RANKINGS:
+        raise ValueError(f"by must be one of {RANKINGS}, got {by!r}")
+    measures = measure_streams(model, batches, ablation=by == "ablation", device=device, batch_size=batch_size,
+                               max_examples=max_examples, call=call)
+    if by == "angular":
+        index = torch.arange(measures.depth)
+        scores = measures.head_distance[:, index, index + 1].mean(dim=0)
+    elif by == "block_influence":
+        scores = measures.block_influence.mean(dim=0)
+    else:
+        scores = measures.ablation_loss.mean(dim=0) - measures.clean_loss.mean()
+    if not torch.isfinite(scores).all():
+        raise ValueError(f"{type(model).__name__}: the {by} scores are not finite (NaN or infinite weights or "
+                         "streams)")
+    return scores.tolist()
+
+
+def gromov_best_span(model: nn.Module, batches: Any, n: int, *, device: str | torch.device = "cpu",
+                     batch_size: int = 250, max_examples: int | None = 1000,
+                     call: Callable[[torch.Tensor], Any] | None = None) -> tuple[int, float]:
+    """``(start, distance)``: the ``n`` contiguous blocks ``start … start + n − 1`` (0-based) whose removal Gromov et
+    al. 2024 choose — the smallest mean angular distance between the head token entering block ``start`` and
+    leaving block ``start + n − 1`` — and that distance (see :func:`best_span`; arguments as for
+    :func:`rank_blocks`)."""
+    measures = measure_streams(model, batches, device=device, batch_size=batch_size, max_examples=max_examples,
+                               call=call)
+    return best_span(measures.head_distance.mean(dim=0), n)

@@ -1,0 +1,123 @@
+"""Fold LayerScale in a state dict (our keys), without building the model.
+
+``<block>.ls1.gamma`` folds into ``<block>.attn.proj``, ``<block>.ls2.gamma`` into ``<block>.mlp.fc2`` (rows of
+the weight and the bias: ``W ← diag(γ) W``, ``b ← γ ⊙ b``), ``<block>.attn.head_scale.gamma`` into the input
+columns of ``<block>.attn.proj`` belonging to each head. The folded keys are those of the same architecture
+built without scales: our models with ``residual="prenorm"``, timm ViTs with ``init_values=None`` (per-head scales
+leave ``attn.proj`` without a bias, as it was built).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+import torch
+
+from ...interop.rules import format_keys
+from ...messages import shown_name
+
+__all__ = ["fold_state_dict", "folded_target"]
+
+_LS = re.compile(r"(?P<block>.+)\.ls(?P<n>[12])\.gamma")
+_HEAD = re.compile(r"(?P<block>.+)\.attn\.head_scale\.gamma")
+
+
+#: Weight dtypes a scale folds into exactly as ``W ← diag(γ) W`` (torch multiplies them; an integer weight would
+#: cast γ to an integer, 0.1 → 0, and float8 has no arithmetic).
+_FOLDABLE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _linear(state_dict: dict, prefix: str, scale_key: str, gamma: torch.Tensor) -> torch.Tensor:
+    """The 2-D floating-point weight ``{prefix}.weight`` that ``gamma`` (floating point, not empty) folds into;
+    a one-line ``ValueError`` otherwise."""
+    key = shown_name(scale_key)
+    if not gamma.is_floating_point() or gamma.dtype not in _FOLDABLE:
+        raise ValueError(f"cannot fold {key}: its dtype is {gamma.dtype}, expected one of "
+                         f"{', '.join(str(d) for d in _FOLDABLE)}")
+    if gamma.numel() == 0:
+        raise ValueError(f"cannot fold {key}: it holds no values (shape {tuple(gamma.shape)})")
+    weight = state_dict.get(f"{prefix}.weight")
+    if weight is None or weight.dim() != 2:
+        raise ValueError(f"cannot fold {key}: no 2-D weight {shown_name(prefix)}.weight to fold it into")
+    if weight.dtype not in _FOLDABLE:
+        raise ValueError(f"cannot fold {key} into {shown_name(prefix)}.weight of dtype {weight.dtype}: folding "
+                         f"multiplies the weight by the scale, which needs one of "
+                         f"{', '.join(str(d) for d in _FOLDABLE)} (convert the checkpoint's weights first)")
+    bias = state_dict.get(f"{prefix}.bias")
+    if bias is not None and (bias.shape != (weight.shape[0],) or bias.dtype not in _FOLDABLE):
+        raise ValueError(f"cannot fold {key}: {shown_name(prefix)}.bias has shape {tuple(bias.shape)} and dtype "
+                         f"{bias.dtype}, expected ({weight.shape[0]},) (one value per row of the weight) and a "
+                         "floating-point dtype")
+    return weight
+
+
+def folded_target(folded: Mapping[str, torch.Tensor]) -> str:
+    """Which model a folded state dict loads into, told from its block keys: blocks with ``norm1`` / ``norm2``
+    (LayerScale, scalar scales) → ``residual="prenorm"`` (and a timm ViT with ``init_values=None``); blocks without
+    norms (ReZero, SkipInit) → ``residual="tfixup"``, the plain un-normalised residual ``x + F(x)``."""
+    blocks = {k.split(".attn.proj.weight")[0] for k in folded if k.endswith(".attn.proj.weight")}
+    has_norms = bool(blocks) and all(f"{b}.norm1.weight" in folded or f"{b}.norm1.bias" in folded for b in blocks)
+    other_norms = any(re.search(r"\.(post_norm|out_norm)[12]\.", k) for k in folded)
+    no_proj_bias = any(f"{b}.attn.proj.bias" not in folded for b in blocks)
+    bias_note = " (with attn.proj built without a bias)" if no_proj_bias else ""
+    if has_norms and not other_norms:
+        return f'the same model built with residual="prenorm"{bias_note} (a timm ViT: init_values=None)'
+    if not blocks or other_norms or any(f"{b}.norm1.weight" in folded for b in blocks):
+        return "the same architecture built without scales"
+    return f'the same model built with residual="tfixup" (x + F(x), no norms in its blocks){bias_note}'
+
+
+def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+    """``(folded, counts)``: a new state dict with every LayerScale multiplied into its branch's output linear.
+
+    ``counts`` maps each rule (``"ls1.gamma -> attn.proj"`` ...) to the number of scales folded. Raises
+    ``ValueError`` naming the key when a scale cannot be folded exactly (an ``out_norm{n}`` between the linear and
+    the scale, a missing linear, a shape that does not fit) or when other scale-like keys remain
+    (``gamma_1`` / ``lambda1``: convert to our keys first), when a scale, weight or bias is not floating point
+    (``float16``, ``bfloat16``, ``float32``, ``float64``: an integer weight would round γ to an integer, float8 has
+    no arithmetic), and when there is nothing to fold. Inputs are not modified.
+    """
+    out = dict(state_dict)
+    counts: dict[str, int] = {}
+    foreign = [k for k in out if re.search(r"(^|\.)(gamma_[12]|lambda1)$", k)]
+    if foreign:
+        raise ValueError(f"fold_state_dict works on our keys; convert these first: {format_keys(foreign)}")
+    for key in [k for k in out if _HEAD.fullmatch(k)]:
+        block = _HEAD.fullmatch(key)["block"]
+        gamma = out.pop(key).reshape(-1)
+        weight = _linear(out, f"{block}.attn.proj", key, gamma)
+        if weight.shape[1] % gamma.numel():
+            raise ValueError(f"cannot fold {shown_name(key)}: {gamma.numel()} heads do not divide {weight.shape[1]} "
+                             f"columns of {shown_name(block)}.attn.proj.weight")
+        heads = gamma.numel()
+        out[f"{block}.attn.proj.weight"] = (weight.view(weight.shape[0], heads, -1)
+                                            * gamma.to(weight.dtype).view(1, heads, 1)).reshape(weight.shape)
+        label = "attn.head_scale.gamma -> attn.proj (columns per head)"
+        counts[label] = counts.get(label, 0) + 1
+    for key in [k for k in out if _LS.fullmatch(k)]:
+        m = _LS.fullmatch(key)
+        block, n = m["block"], m["n"]
+        norm_keys = [k for k in out if k.startswith(f"{block}.out_norm{n}.")]
+        if norm_keys:
+            raise ValueError(f"cannot fold {shown_name(key)}: {shown_name(block)}.out_norm{n} sits between the "
+                             "branch's linear layer and the scale, so folding would be inexact")
+        target = f"{block}.attn.proj" if n == "1" else f"{block}.mlp.fc2"
+        gamma = out.pop(key).reshape(-1)
+        weight = _linear(out, target, key, gamma)
+        if gamma.numel() not in (1, weight.shape[0]):
+            raise ValueError(f"cannot fold {shown_name(key)} of {gamma.numel()} values into "
+                             f"{shown_name(target)}.weight with {weight.shape[0]} rows")
+        g = gamma.to(weight.dtype)
+        out[f"{target}.weight"] = weight * g.unsqueeze(1)
+        if f"{target}.bias" in out:
+            out[f"{target}.bias"] = out[f"{target}.bias"] * g
+        label = "ls1.gamma -> attn.proj" if n == "1" else "ls2.gamma -> mlp.fc2"
+        counts[label] = counts.get(label, 0) + 1
+    leftover = [k for k in out if k.endswith((".gamma", ".layer_scale"))]
+    if leftover:
+        raise ValueError(f"cannot fold {format_keys(leftover)}: not a LayerScale on a known branch")
+    if not counts:
+        raise ValueError("the state dict has no LayerScale to fold (no ls1.gamma, ls2.gamma or "
+                         "attn.head_scale.gamma keys)")
+    return out, counts

@@ -1,0 +1,2 @@
+"""Growing a model deeper: identity-initialised blocks (``grow``), which blocks are new (``new_blocks``), and the
+``layerscale grow`` command (``grow_cli``)."""

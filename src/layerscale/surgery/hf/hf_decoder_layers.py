@@ -1,0 +1,79 @@
+"""The residual branches of Hugging Face causal-LM decoder layers: GPT-2 and the Llama family.
+
+Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the residual adds inside the layer's own
+``forward``; each branch ends in one linear layer, the exact place for LayerScale (see
+:class:`~layerscale.surgery.LayerScaledLinear`, :class:`~layerscale.surgery.hf.scaled_conv1d.LayerScaledConv1D`):
+
+* GPT-2 (``GPT2Block``): ``attn.c_proj`` and ``mlp.c_proj`` (transformers' ``Conv1D``), and
+  ``crossattention.c_proj`` when the model has cross-attention; the stream enters the MLP branch at ``ln_2``;
+* Llama, Mistral, Qwen2 (``*DecoderLayer``, the same layout): ``self_attn.o_proj`` and ``mlp.down_proj``
+  (``nn.Linear``); the stream enters the MLP branch at ``post_attention_layernorm``.
+
+The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch import nn
+
+from ..peers import loaded_classes
+from .scaled_conv1d import LayerScaledConv1D
+from ..scaled_linear import LayerScaledLinear
+
+__all__ = ["HF_DECODER_LAYERS", "decoder_layer_types", "branch_outputs", "mlp_stream_module",
+           "queue_hf_decoder_layer"]
+
+#: transformers module -> decoder layer class, for every supported causal-LM family
+HF_DECODER_LAYERS = {
+    "transformers.models.gpt2.modeling_gpt2": "GPT2Block",
+    "transformers.models.llama.modeling_llama": "LlamaDecoderLayer",
+    "transformers.models.mistral.modeling_mistral": "MistralDecoderLayer",
+    "transformers.models.qwen2.modeling_qwen2": "Qwen2DecoderLayer",
+}
+
+
+def decoder_layer_types() -> tuple[type, ...]:
+    """The supported decoder layer classes whose transformers module is loaded."""
+    return tuple(cls for module, name in HF_DECODER_LAYERS.items() for cls in loaded_classes(module, name))
+
+
+def _is_gpt2(layer: nn.Module) -> bool:
+    return hasattr(layer, "ln_2") and hasattr(layer, "attn")
+
+
+def branch_outputs(layer: nn.Module) -> list[tuple[str, str]]:
+    """``[(branch, path of its output layer)]`` for a decoder layer: ``attn`` (then ``cross_attn`` when present)
+    and ``mlp``, in forward order."""
+    if _is_gpt2(layer):
+        cross = [("cross_attn", "crossattention.c_proj")] if getattr(layer, "crossattention", None) is not None else []
+        return [("attn", "attn.c_proj"), *cross, ("mlp", "mlp.c_proj")]
+    return [("attn", "self_attn.o_proj"), ("mlp", "mlp.down_proj")]
+
+
+def mlp_stream_module(layer: nn.Module) -> nn.Module:
+    """The module whose input is the stream entering the MLP branch (its input norm)."""
+    return layer.ln_2 if _is_gpt2(layer) else layer.post_attention_layernorm
+
+
+def queue_hf_decoder_layer(path: str, layer: nn.Module, actions: list[Callable[[float], None]]) -> bool:
+    """Queue, for :func:`~layerscale.surgery.add_layerscale`, a scale on each unscaled branch output of ``layer``."""
+    conv_types = loaded_classes("transformers.pytorch_utils", "Conv1D")
+    for _, name in branch_outputs(layer):
+        parent_name, _, attr = name.rpartition(".")
+        parent = layer.get_submodule(parent_name)
+        output = getattr(parent, attr)
+        if isinstance(output, (LayerScaledLinear, LayerScaledConv1D)):
+            continue
+        if isinstance(output, nn.Linear):
+            def add(value: float, parent=parent, attr=attr, output=output) -> None:
+                setattr(parent, attr, LayerScaledLinear.wrap(output, value))
+        elif conv_types and isinstance(output, conv_types):
+            def add(value: float, parent=parent, attr=attr, output=output) -> None:
+                setattr(parent, attr, LayerScaledConv1D.wrap(output, value))
+        else:
+            raise ValueError(f"cannot add LayerScale to {path}.{name}: a {type(output).__name__}, not the "
+                             f"nn.Linear / Conv1D a {type(layer).__name__} has there")
+        actions.append(add)
+    return True

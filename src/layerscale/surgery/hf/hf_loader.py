@@ -1,0 +1,129 @@
+"""Load a Hugging Face causal LM that was saved after :func:`layerscale.add_layerscale`, γ included, bit for bit:
+:func:`from_pretrained_with_layerscale` (any class, ``AutoModelForCausalLM`` or concrete) is the usual
+``from_pretrained`` for everything else, then the scales ``add_layerscale`` creates, added back and filled from the
+checkpoint.
+
+The saved folder holds the scales beside the other weights (keys ``...c_proj.layer_scale`` /
+``...o_proj.layer_scale`` / ``...down_proj.layer_scale``, :data:`SCALE_KEY_SUFFIX`) and ``config.json`` with
+``model_type`` ``<type>_layerscale`` (:mod:`layerscale.surgery.hf.hf_layerscale_config`). The loader lives here, with
+the surgery that writes such folders, so that the one source resolver (:mod:`layerscale.sources.model_folder`) reads
+them without climbing to :mod:`layerscale.integrations`; :mod:`layerscale.integrations.hf_causal_lm` re-exports it
+and registers transformers' Auto classes for the same folders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale"]
+
+SCALE_KEY_SUFFIX = ".layer_scale"
+
+
+def _local_folder(name: str | os.PathLike, **download: Any) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise ImportError(f"{name} is not a local folder; downloading it needs huggingface_hub: "
+                          f"pip install 'torch-layerscale[hf]'") from None
+    try:
+        return Path(snapshot_download(repo_id=str(name), allow_patterns=["*.json", "*.safetensors"], **download))
+    except Exception as exc:  # offline, unknown repo, bad id: one line naming it
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise FileNotFoundError(f"{name}: not a local folder, and the Hugging Face Hub repo could not be fetched "
+                                f"({type(exc).__name__}: {reason})") from None
+
+
+def _scale_tensors(folder: Path) -> dict[str, torch.Tensor]:
+    """Every ``*.layer_scale`` tensor of the checkpoint in ``folder`` (single file or sharded safetensors)."""
+    from safetensors import safe_open
+
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        files = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    elif (folder / "model.safetensors").is_file():
+        files = ["model.safetensors"]
+    else:
+        raise FileNotFoundError(f"{folder}: no model.safetensors (or its index); save the model with "
+                                f"save_pretrained (safetensors is the default)")
+    scales = {}
+    for file in files:
+        with safe_open(str(folder / file), framework="pt") as handle:
+            for key in handle.keys():
+                if key.endswith(SCALE_KEY_SUFFIX):
+                    scales[key] = handle.get_tensor(key)
+    return scales
+
+
+def _unmarked_config(folder: Path):
+    """The saved config, of the model type it had before ``add_layerscale`` marked it; ``None`` for a config
+    without the mark (plain ``from_pretrained`` reads it)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from .hf_layerscale_config import GUARD_KEY, LOADER_KEY, base_model_type
+
+    path = folder / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; save the model with save_pretrained")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved_type = saved.get("model_type") if isinstance(saved, dict) else None
+    if not isinstance(saved_type, str) or base_model_type(saved_type) == saved_type:
+        return None
+    base = base_model_type(saved_type)
+    if base not in CONFIG_MAPPING:
+        raise ValueError(f"{path}: model type {saved_type!r} marks LayerScale on a {base!r} model, which this "
+                         f"transformers release does not know")
+    for key in (LOADER_KEY, GUARD_KEY, "model_type"):  # the mark; the class's own model_type applies
+        saved.pop(key, None)
+    return CONFIG_MAPPING[base].from_dict(saved)
+
+
+def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_path: str | os.PathLike,
+                                    **kwargs: Any):
+    """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint saved after ``add_layerscale``.
+
+    ``model_class`` is a transformers class (``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``AutoModelForCausalLM``,
+    ...). Without scale keys in the checkpoint this is plain ``from_pretrained``. With them, every scale that
+    ``add_layerscale`` creates must be in the checkpoint and every scale in the checkpoint must have been created
+    (same names); otherwise ``ValueError`` lists the difference and no model is returned.
+    """
+    from transformers.utils import logging as hf_logging
+
+    from ..retrofit import add_layerscale
+
+    download = {k: kwargs[k] for k in ("revision", "cache_dir", "local_files_only", "token") if k in kwargs}
+    folder = _local_folder(pretrained_model_name_or_path, **download)
+    scales = _scale_tensors(folder)
+    verbosity = hf_logging.get_verbosity()
+    if scales:  # the scale keys are reported as unexpected by the plain load; they are loaded just below
+        hf_logging.set_verbosity_error()
+    try:
+        config = _unmarked_config(folder) if "config" not in kwargs else None
+        if config is not None:
+            kwargs["config"] = config
+        model = model_class.from_pretrained(folder, **kwargs)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    if not scales:
+        return model
+    add_layerscale(model, 1.0)
+    params = {name: p for name, p in model.named_parameters() if name.endswith(SCALE_KEY_SUFFIX)}
+    if set(params) != set(scales):
+        missing, extra = sorted(set(params) - set(scales)), sorted(set(scales) - set(params))
+        raise ValueError(f"{folder}: the checkpoint's LayerScale keys do not match {type(model).__name__} after "
+                         f"add_layerscale: missing {missing[:3]}, unexpected {extra[:3]}")
+    with torch.no_grad():
+        for name, param in params.items():
+            if scales[name].shape != param.shape:
+                raise ValueError(f"{folder}: {name} has shape {tuple(scales[name].shape)}, the model "
+                                 f"{tuple(param.shape)}")
+            param.copy_(scales[name].to(param.dtype))
+    return model

@@ -1,0 +1,45 @@
+"""``run.init_from``: start training from saved weights (a grown or pruned model, another run) instead of a random
+initialisation, and ``optim.trainable: new_blocks``: train only the blocks ``layerscale grow`` inserted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from torch import nn
+
+__all__ = ["load_initial_weights", "freeze_for_config"]
+
+
+def load_initial_weights(model: nn.Module, source: str | os.PathLike) -> tuple[int, ...] | None:
+    """Load the weights at ``source`` (a model folder, a run or checkpoint directory, or a weights file) into
+    ``model``, which must have exactly their keys and shapes; record on it the new blocks that a model folder
+    written by ``layerscale grow`` lists, and return them (``None`` when there are none)."""
+    from ...checkpoint_io import read_state_dict_file
+    from ...surgery.growth.new_blocks import read_new_blocks, record_new_blocks
+    from ..state.checkpoint import check_same_architecture
+    from ..state.run_paths import weights_file
+
+    path = Path(source)
+    if not path.exists():
+        raise FileNotFoundError(f"config key run.init_from: {path}: no such model folder, run directory or file")
+    file = weights_file(path)
+    loaded = read_state_dict_file(file)
+    check_same_architecture(file, loaded.tensors, model.state_dict())
+    model.load_state_dict(loaded.tensors)
+    new = read_new_blocks(path) if path.is_dir() else None
+    if new is not None:
+        record_new_blocks(model, list(new))
+    return new
+
+
+def freeze_for_config(model: nn.Module, trainable: str) -> None:
+    """``trainable="new_blocks"``: every parameter outside the model's recorded new blocks gets
+    ``requires_grad=False`` (so :func:`~layerscale.train.param_groups` leaves it out of the optimizer)."""
+    if trainable == "new_blocks":
+        from ...surgery.growth.new_blocks import freeze_all_but_new_blocks
+
+        try:
+            freeze_all_but_new_blocks(model)
+        except ValueError as exc:
+            raise ValueError(f"config key optim.trainable: new_blocks: {exc}") from None
