@@ -23,8 +23,8 @@ A finished run (``summary.json``) or a diverged one is kept; an unfinished one (
 from its latest checkpoint when its recorded config is the design's, and is removed and trained from its start
 otherwise. Every record is written to a temporary file and renamed into place. Shards share the
 sources: the first shard that needs one trains and grows it under a file lock, the others wait for it. A run folder
-(its lock, :mod:`layerscale.train.state.run_lock`) or an analysis (``depth/<name>.lock``) that another live process holds
-is left to it, so any number of processes may work through one shard's list: ``--shard 0/1`` twice is a shared
+(its lock, :mod:`layerscale.train.state.run_lock`) or an analysis (``depth/<name>.lock``) that another live process
+holds is left to it, so any number of processes may work through one shard's list: ``--shard 0/1`` twice is a shared
 queue. Running a shard again after every training run has ended completes the effective-depth analyses (they need
 every cell's rate chosen). Committed (``--collect``): ``sources.csv``, ``runs.csv`` (the test metric only for the chosen
 rates: the design reads the other rates' test splits but never reports them), ``effective_depth.csv``,

@@ -1,7 +1,7 @@
 """The record of which blocks ``grow`` added survives the plain libraries' own save and load — timm's
 ``save_for_hf`` / ``create_model("local-dir:...")`` (in ``pretrained_cfg``) and Hugging Face's ``save_pretrained`` /
-``from_pretrained`` (in the config) — and :func:`~layerscale.surgery.growth.new_blocks.freeze_all_but_new_blocks` reads it
-there; pruning forgets it."""
+``from_pretrained`` (in the config) — and :func:`~layerscale.surgery.growth.new_blocks.freeze_all_but_new_blocks` reads
+it there; pruning forgets it."""
 
 from __future__ import annotations
 

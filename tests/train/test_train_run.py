@@ -16,7 +16,7 @@ def test_a_run_leaves_config_metrics_checkpoints_and_summary(tmp_path):
     run_dir = tmp_path / "run"
     assert result.run_dir == run_dir and result.step == 11 and result.epoch == 1  # 1438 // 128 steps
     assert {p.name for p in run_dir.iterdir()} == {"config.yaml", "metrics.jsonl", "checkpoints", "summary.json",
-                                                   ".lock"}  # the run's lock (layerscale.train.state.run_lock), released
+                                                   ".lock"}  # the run lock (train.state.run_lock), released
     assert [p.name for p in sorted((run_dir / "checkpoints").iterdir())] == ["step_00000009", "step_00000011"]
     records = read_metrics(run_dir / "metrics.jsonl")
     train = [r for r in records if r["split"] == "train"]

@@ -2,9 +2,9 @@
 against the model, the optimizer and the scheduler before any file is touched.
 
 Each case edits one field of a real checkpoint's training state (rewritten with ``torch.save``, so the file is well
-formed and passes the type checks of :mod:`layerscale.train.state.train_state`) and resumes with a larger step budget. Before
-these checks an ``exp_avg`` of another shape ended in an INTERNAL ASSERT and a segfault of the fused AdamW kernel after
-``metrics.jsonl`` was cut back, a bad diagnostics alert entry was refused only after the same cut, and the other
+formed and passes the type checks of :mod:`layerscale.train.state.train_state`) and resumes with a larger step budget.
+Before these checks an ``exp_avg`` of another shape ended in an INTERNAL ASSERT and a segfault of the fused AdamW kernel
+after ``metrics.jsonl`` was cut back, a bad diagnostics alert entry was refused only after the same cut, and the other
 cases resumed with status 0. Each must now be one line, status 2, every file's SHA-256 unchanged.
 """
 

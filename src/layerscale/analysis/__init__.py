@@ -9,8 +9,8 @@ contiguous n-block removal curve, linear-probe accuracy at the embedding, the bl
 one-line answers of :mod:`~layerscale.analysis.summary`, every number with a bootstrap interval.
 :func:`rank_blocks` and :func:`gromov_best_span` (:mod:`~layerscale.analysis.pruning.block_ranking`) score the blocks
 for pruning; :func:`compare_criteria` removes ``n = 1 … N`` blocks by each of the papers' criteria
-(:mod:`~layerscale.analysis.pruning.criteria`: ``gromov``, ``block_influence``, ``angular``, ``ablation``, ``gamma``) and
-compares them with intervals.
+(:mod:`~layerscale.analysis.pruning.criteria`: ``gromov``, ``block_influence``, ``angular``, ``ablation``, ``gamma``)
+and compares them with intervals.
 :func:`analyze_run` does the same for a run directory written by ``layerscale train``. See docs/analysis.md.
 """
 

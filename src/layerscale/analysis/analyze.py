@@ -118,8 +118,8 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
 
     ``model``: any model whose blocks :func:`layerscale.diagnostics.find_blocks` discovers (ours, timm, Hugging Face
     ViT-style, GPT-2 and Llama-family), called as ``model(inputs)`` (or ``call(inputs)``) and returning logits
-    (or an object with ``.logits``). ``data``: the evaluation set (see :mod:`layerscale.analysis.eval_data.evaluation`); at
-    most ``max_examples`` examples are used, ``batch_size`` at a time. ``tolerance`` (δ, in nats of the loss),
+    (or an object with ``.logits``). ``data``: the evaluation set (see :mod:`layerscale.analysis.eval_data.evaluation`);
+    at most ``max_examples`` examples are used, ``batch_size`` at a time. ``tolerance`` (δ, in nats of the loss),
     ``near_identity`` (angular distance) and ``probe_tolerance`` (accuracy) are the summary's thresholds;
     ``spans`` (``"angular"`` or ``"exhaustive"``) chooses the removal curve's spans; probes (classifiers only) are
     ridge classifiers with ``probe_alpha`` trained on ``probe_train_fraction`` of the examples, over
@@ -301,9 +301,9 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     span_removable = depth - int(removal_depth(curve, tolerance))
     model.eval()
     try:
-        set_found = search_reusing_removals(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion, ablation,
-                                      early_exit, (to_run, removed), _geometry_means(per_example), device,
-                                      batch_size, span_removable)
+        set_found = search_reusing_removals(stack, evalset, clean_loss_e, tolerance, set_search, set_criterion,
+                                            ablation, early_exit, (to_run, removed), _geometry_means(per_example),
+                                            device, batch_size, span_removable)
     finally:
         model.train(was_training)
     set_replicates = torch.minimum(depth - set_found.replicate_removable(boot, tolerance),

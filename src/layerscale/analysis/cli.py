@@ -4,8 +4,8 @@ SOURCE is anything :func:`layerscale.sources.read_source` reads: a run directory
 latest checkpoint), one of its checkpoint directories, a weights file with ``--config``, our / timm / Hugging Face
 model folder, or a folder ``prune`` / ``grow`` wrote. A language model read from a folder is judged on the
 evaluation windows of ``--data-path`` through its tokenizer (``--tokenizer``, ``--seq-len``, ``--samples``,
-``--text-field``; :mod:`~layerscale.analysis.eval_data.source_data`), and its loss and perplexity with 95 % intervals over
-windows are printed. Writes ``analysis.json``, ``analysis.csv`` and ``analysis.html`` into DIR, and prints
+``--text-field``; :mod:`~layerscale.analysis.eval_data.source_data`), and its loss and perplexity with 95 % intervals
+over windows are printed. Writes ``analysis.json``, ``analysis.csv`` and ``analysis.html`` into DIR, and prints
 the summary. ``--out`` (a folder that can be written) and ``--device`` (one this machine has) are checked before any
 computation, and everything is computed before anything is written: bad input writes nothing.
 """

@@ -44,9 +44,10 @@ class DepthAnalysis:
     ``cka[l][m]`` (``cka_kind``: linear or debiased)
     between block outputs ``l`` and ``m``. ``head_distance[i][j]``: the mean angular distance between depths ``i``
     and ``j`` (0 … L) of the token the head reads — Gromov et al.'s ``d(x^(i), x^(i+n))`` at ``j = i + n``.
-    ``criteria``: the criterion comparison (:class:`~layerscale.analysis.pruning.criterion_comparison.CriterionComparison`
-    as a dict) when asked for. ``intervals[name]``: the bootstrap percentile interval ``[low, high]``
-    of each entry of ``name`` (a field above, ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
+    ``criteria``: the criterion comparison
+    (:class:`~layerscale.analysis.pruning.criterion_comparison.CriterionComparison` as a dict) when asked for.
+    ``intervals[name]``: the bootstrap percentile interval ``[low, high]`` of each entry of ``name`` (a field above,
+    ``probe/POINT``, ``probe_embedding/POOLING`` or ``summary/...``).
     """
 
     model: str

@@ -22,9 +22,9 @@ def analyze_run(source: str | os.PathLike, data: str | None = None, data_path: s
     """:func:`~layerscale.analysis.analyze_depth` of the model in ``source`` on its evaluation data: a training
     run's held-out split (or ``data`` / ``data_path``); for a model folder, the image dataset ``data`` (folder
     ``data_path``, at ``img_size``) or, for a language model, the evaluation split of the text ``data_path``
-    through the model's tokenizer (``text``: a :class:`~layerscale.analysis.eval_data.source_data.TextOptions`). ``options`` go to
-    ``analyze_depth``. Returns the :class:`~layerscale.analysis.DepthAnalysis`, its ``settings["data"]`` saying
-    which data it was judged on."""
+    through the model's tokenizer (``text``: a :class:`~layerscale.analysis.eval_data.source_data.TextOptions`).
+    ``options`` go to ``analyze_depth``. Returns the :class:`~layerscale.analysis.DepthAnalysis`, its
+    ``settings["data"]`` saying which data it was judged on."""
     from ..sources import read_source
     from .analyze import analyze_depth
     from .eval_data.source_data import DataRequest, source_data

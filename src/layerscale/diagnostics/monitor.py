@@ -97,8 +97,8 @@ class LayerScaleMonitor:
     (:class:`~layerscale.diagnostics.alerts.AlertThresholds`); ``warn=False`` turns them off (e.g. on all but
     one rank). ``track_updates=False`` skips the weight snapshot (it costs one copy of the blocks' weights on
     monitored steps) and with it ``update_ratio``. ``new_blocks``: the blocks a grown model's surgery inserted
-    (:func:`layerscale.surgery.growth.new_blocks.new_block_modules`); their entries carry ``"new": true``, which the report
-    marks. Raises ``ValueError`` for a model without recognisable blocks, a bad ``every``, or new blocks that are
+    (:func:`layerscale.surgery.growth.new_blocks.new_block_modules`); their entries carry ``"new": true``, which the
+    report marks. Raises ``ValueError`` for a model without recognisable blocks, a bad ``every``, or new blocks that are
     not among the model's.
 
     ``scale_collapse`` compares each scale with its value when the monitor is built (the initial or loaded γ), so

@@ -19,11 +19,12 @@ For the stream ``x^(l)`` entering block ``l`` (0-based, ``x^(L)`` leaves the las
 **Best span** (Gromov et al. 2024): the ``n`` contiguous blocks ``ℓ* … ℓ* + n − 1`` to remove are those
 with ``ℓ*(n) = argmin_ℓ d(x^(ℓ), x^(ℓ+n))`` (first on ties), ``ℓ = 0 … L − n``.
 
-``batches`` everywhere here is the evaluation data in any form :func:`layerscale.analysis.eval_data.evaluation.as_eval_set`
-accepts (``(inputs, targets)`` tensors, token ids ``(N, T)``, a Dataset of ``(input, target)`` examples, a
-DataLoader), as for :func:`layerscale.analysis.analyze_depth`; ``max_examples`` of it are used, ``batch_size`` at a
-time. The inputs go to ``device`` (checked first: a one-line ``ValueError`` for a GPU this machine does not have);
-the model must already be there. The model is put in eval mode and restored afterwards.
+``batches`` everywhere here is the evaluation data in any form
+:func:`layerscale.analysis.eval_data.evaluation.as_eval_set` accepts (``(inputs, targets)`` tensors, token ids
+``(N, T)``, a Dataset of ``(input, target)`` examples, a DataLoader), as for :func:`layerscale.analysis.analyze_depth`;
+``max_examples`` of it are used, ``batch_size`` at a time. The inputs go to ``device`` (checked first: a one-line
+``ValueError`` for a GPU this machine does not have); the model must already be there. The model is put in eval mode
+and restored afterwards.
 """
 
 from __future__ import annotations

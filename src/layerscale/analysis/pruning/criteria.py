@@ -1,7 +1,7 @@
 """The depth-pruning criteria of the literature, under their papers' names: which ``n`` blocks each removes.
 
-Streams as in :mod:`~layerscale.analysis.pruning.block_ranking`: ``x^(l)`` enters block ``l`` (0-based), ``x^(L)`` leaves
-the last; ``T`` is the token the head reads (last token of a language model, class token or pooled features of a
+Streams as in :mod:`~layerscale.analysis.pruning.block_ranking`: ``x^(l)`` enters block ``l`` (0-based), ``x^(L)``
+leaves the last; ``T`` is the token the head reads (last token of a language model, class token or pooled features of a
 classifier); ``d(a, b) = arccos(cos(a, b)) / π`` (:func:`~layerscale.analysis.measures.geometry.angular_distance`).
 
 * ``gromov`` — Gromov et al. 2024, "The Unreasonable Ineffectiveness of the Deeper Layers", arXiv 2403.17887,

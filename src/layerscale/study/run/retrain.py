@@ -87,8 +87,8 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
     run); anything else in ``run_dir`` is cleared and the run trained from its start (``"trained"``). A run that
     stops on a non-finite step writes ``diverged.json`` (its message and step, atomically) and returns
     ``"diverged"``: divergence is a result, not an error. The run directory's lock
-    (:mod:`layerscale.train.state.run_lock`) is held from before anything is cleared to the end, so a run that another live
-    process trains raises :class:`~layerscale.train.state.run_lock.RunDirectoryInUse` with nothing touched: several
+    (:mod:`layerscale.train.state.run_lock`) is held from before anything is cleared to the end, so a run that another
+    live process trains raises :class:`~layerscale.train.state.run_lock.RunDirectoryInUse` with nothing touched: several
     processes may work through the same list of runs, each leaving the others' runs to them."""
     import contextlib
     import io

@@ -8,8 +8,8 @@ what a run ran on from 2026-12-01). A reused run is a draw of the same recipe, a
 A run is reused only when all of this holds: the new design lists its run id among its final runs (under
 ``--tuning grid`` every rate it tries; under ``halving``, the shared rate, the only final rate known before tuning);
 the old run has ended (``finished`` or ``diverged``); and its saved ``config.yaml``, read back through
-:class:`~layerscale.train.config.schema.TrainConfig` (so keys added since take their defaults), equals the new run's config
-except for its folder; and its records agree with themselves (below). Nothing in the old study changes.
+:class:`~layerscale.train.config.schema.TrainConfig` (so keys added since take their defaults), equals the new run's
+config except for its folder; and its records agree with themselves (below). Nothing in the old study changes.
 
 **The old study is someone else's folder** (a colleague's, a download): it is read through
 :mod:`layerscale.untrusted_files`. Only the run's records are copied — the regular files directly in its folder

@@ -13,8 +13,8 @@ the ``layerscale study`` process that started it: a parent that died *before* th
 (the worker has been re-parented), one that dies after it by the signal. On systems without ``prctl`` the worker
 also polls its parent at every step. A killed study therefore leaves no worker training, and a rerun never trains
 the same run twice at once. Whatever the engine, the worker also holds its run directory's lock
-(:mod:`layerscale.train.state.run_lock`) from before it clears a directory that never reached a checkpoint to its end, so
-a second worker for the same run — a rerun while an orphan of a killed study still trains — is refused, not run.
+(:mod:`layerscale.train.state.run_lock`) from before it clears a directory that never reached a checkpoint to its end,
+so a second worker for the same run — a rerun while an orphan of a killed study still trains — is refused, not run.
 """
 
 from __future__ import annotations

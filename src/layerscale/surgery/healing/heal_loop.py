@@ -3,12 +3,13 @@ ours).
 
 Healing after depth pruning follows Gromov et al. 2024 (§3.2: a short fine-tune, QLoRA, on a text corpus) and Men et
 al. 2024 (ShortGPT, §4.3: post-training after removal). The loop: AdamW (``lr``, weight decay 0, β = (0.9, 0.999))
-on the trainable parameters (every parameter for ``"full"``; the adapters of :func:`~layerscale.surgery.healing.lora.add_lora`
-for ``"lora"``, merged afterwards), ``steps`` optimizer steps at a constant rate over batches of ``batch_size``
-calibration examples, which are reshuffled (seeded) each time they are used up, so exactly ``steps`` steps always
-run. The loss is the mean cross-entropy of :func:`~layerscale.analysis.eval_data.evaluation.per_example_loss` (next-token mean
-for a language model). A non-finite loss stops healing with a one-line ``ValueError`` naming the step. The same
-recipe heals the unpruned control, so a gain from healing is not mistaken for a gain from pruning.
+on the trainable parameters (every parameter for ``"full"``; the adapters of
+:func:`~layerscale.surgery.healing.lora.add_lora` for ``"lora"``, merged afterwards), ``steps`` optimizer steps at a
+constant rate over batches of ``batch_size`` calibration examples, which are reshuffled (seeded) each time they are used
+up, so exactly ``steps`` steps always run. The loss is the mean cross-entropy of
+:func:`~layerscale.analysis.eval_data.evaluation.per_example_loss` (next-token mean for a language model). A non-finite
+loss stops healing with a one-line ``ValueError`` naming the step. The same recipe heals the unpruned control, so a gain
+from healing is not mistaken for a gain from pruning.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ control, and report both on the evaluation split (loss and accuracy; for token w
 Recipes: ``--heal lora``, or any source that is not a training run read with its own data, is healed by
 :func:`~layerscale.surgery.healing.heal_loop.heal_model` on the calibration split (rate ``--heal-lr``, default 1e-4);
 ``--heal full`` on a training run is healed through ``layerscale train`` with the run's own recipe and data
-(:func:`~layerscale.surgery.healing.prune_heal.heal_pruned`). Either way the steps printed and recorded are the steps that
-ran, read back from the trainer or the loop, never the number asked for.
+(:func:`~layerscale.surgery.healing.prune_heal.heal_pruned`). Either way the steps printed and recorded are the steps
+that ran, read back from the trainer or the loop, never the number asked for.
 """
 
 from __future__ import annotations

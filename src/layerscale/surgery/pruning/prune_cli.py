@@ -9,12 +9,12 @@ on the **evaluation** split, with its bootstrap interval, after each criterion's
 the comparison's tables and figures to ``--report`` (default ``DEST/pruning_report``) (:mod:`~layerscale.analysis
 .source_data`: a run's splits, an image dataset's train / test, or text through the model's tokenizer in windows);
 for a language model read as token windows, the loss and perplexity with 95 % intervals over evaluation windows
-before and after pruning (:mod:`~layerscale.analysis.measures.perplexity`); writes DEST without the chosen N blocks, at the
-new depth, in the source library's layout, with the source's tokenizer files. ``--heal-steps K`` heals the pruned
+before and after pruning (:mod:`~layerscale.analysis.measures.perplexity`); writes DEST without the chosen N blocks, at
+the new depth, in the source library's layout, with the source's tokenizer files. ``--heal-steps K`` heals the pruned
 model K steps on the calibration split — ``--heal full`` (every weight) or ``--heal lora`` (``peft`` adapters,
 merged) by :mod:`~layerscale.surgery.healing.heal_loop`, or, for ``full`` on a training run's own data, through
-``layerscale train`` with the run's recipe (:mod:`~layerscale.surgery.healing.prune_heal`) — and heals the unpruned model
-alike as the control; the steps printed are the steps run. Arguments and DEST are checked before the model is
+``layerscale train`` with the run's recipe (:mod:`~layerscale.surgery.healing.prune_heal`) — and heals the unpruned
+model alike as the control; the steps printed are the steps run. Arguments and DEST are checked before the model is
 read; nothing is written on error.
 """
 
@@ -80,8 +80,9 @@ def _parse_blocks(text: str) -> list[int]:
 
 
 def _eval_data(source, args):
-    """``(calibration set, evaluation set)`` of ``source`` (:func:`layerscale.analysis.eval_data.source_data.source_data`);
-    ``(None, None)`` for a model folder given no data."""
+    """``(calibration set, evaluation set)`` of ``source``
+    (:func:`layerscale.analysis.eval_data.source_data.source_data`); ``(None, None)`` for a model folder given no
+    data."""
     return _split(source, args)[:2] if _has_data(source, args) else (None, None)
 
 

@@ -3,10 +3,10 @@
 Each criterion (:mod:`layerscale.analysis.pruning.criteria`: ``gromov`` — Gromov et al. 2024's contiguous span;
 ``block_influence`` — ShortGPT's lowest-BI blocks; single-block ``angular``; ``ablation``; ``gamma``) chooses its
 ``n = 1 … N`` blocks on the calibration split; the loss after each removal is measured on the evaluation split with
-its bootstrap interval (:func:`~layerscale.analysis.pruning.criterion_comparison.compare_criteria`). The printed table, the
-Markdown / LaTeX tables and one removal-curve figure per criterion (SVG and PDF, with the angular-distance heatmap)
-all come from that one comparison (:mod:`~layerscale.analysis.outputs.paper_outputs`); the figures go to ``--report DIR``
-(default ``DEST/pruning_report``).
+its bootstrap interval (:func:`~layerscale.analysis.pruning.criterion_comparison.compare_criteria`). The printed table,
+the Markdown / LaTeX tables and one removal-curve figure per criterion (SVG and PDF, with the angular-distance heatmap)
+all come from that one comparison (:mod:`~layerscale.analysis.outputs.paper_outputs`); the figures go to
+``--report DIR`` (default ``DEST/pruning_report``).
 """
 
 from __future__ import annotations
