@@ -28,6 +28,9 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
   here, not there");
 - ``depthbench-depth-gain``: each method against itself at the shallower depth (labelled with where the design
   says so: added after the original study's runs, named exploratory in the redo's design);
+- ``<study>-stability``: the study's stability tables from its ``stability.csv`` (learning-rate window, seed spread and
+  its ratio to the reference with the stability family's verdicts, divergences, loss spikes;
+  :mod:`layerscale.study.report.stability_table`), printed by the same function as its ``results.md``;
 - ``<study>-compute``: runs and training hours from ``runs.csv``;
 - ``<study>-original-<block>``: a block above of the version a redo replaced (:data:`ORIGINALS`);
 - ``<study>-heldout``: the held-out check of one primary verdict, from ``heldout/`` in the study's folder
@@ -349,6 +352,27 @@ def _compute(study: Study) -> list[str]:
     return [f"{runs}, {seconds / 3600:.1f} h of training time summed over runs (`runs.csv`, column `wall_time_s`)."]
 
 
+def _stability(study: Study) -> list[str]:
+    """The stability tables of ``results.md`` ("Stability"), from the study's ``stability.csv``."""
+    from layerscale.study.report.stability_table import STABILITY_FILE, stability_table_lines
+    from layerscale.study.run.csv_rows import read_rows
+
+    rows = read_rows(study.folder / STABILITY_FILE)
+    if not rows:
+        return [f"No {STABILITY_FILE} yet: `layerscale study --report-only --out {study.folder.name}` writes it."]
+    tolerance = {r["window_tolerance"] for r in rows if r["window_tolerance"]}
+    unit = "point of accuracy" if study.classification else "bits per byte"
+    family = [f"{r['method']} at {study.at(int(r['depth']))}" for r in rows if r["family"] == "primary"]
+    return [f"Learning-rate window: the rates a cell tried whose mean validation score at the full budget is within "
+            f"{', '.join(f'{float(t):g}' for t in sorted(tolerance))} {unit} of the best rate's (factor largest ÷ "
+            f"smallest; then the span and how many of the rates tried it holds). Seed SD: over the seeds at the chosen "
+            f"rate, 95 % chi-square interval. SD ÷ {study.reference}'s: paired by seed, 95 % percentile bootstrap "
+            "interval over seeds, Pitman–Morgan p. Stability family (Holm): the seed-spread ratio of "
+            + (", ".join(family) or "none") + "; the rest exploratory (Benjamini–Hochberg). Diverged and loss spikes: "
+            "over every run of the cell, every rate and seed. Definitions and sources: docs/study.md, \"Stability\".",
+            "", *stability_table_lines(rows, study.reference, study.digits + 1, study.at)]
+
+
 def _heldout(study: Study) -> list[str]:
     """The study's held-out check (``heldout/`` in its folder; :mod:`evidence.heldout_report`)."""
     return heldout_report.heldout_sections(study.folder / "heldout", level="####")
@@ -396,7 +420,7 @@ def _corrections(results_dir: str | os.PathLike) -> list[str]:
 
 
 _PER_STUDY = {"primary": _primary, "comparisons": _comparisons, "rates": _rates, "depth-use": _depth_use,
-              "compute": _compute, "heldout": _heldout}
+              "compute": _compute, "heldout": _heldout, "stability": _stability}
 
 
 def render_block(name: str, studies: dict[str, Study], results_dir: str | os.PathLike = "docs/results") -> str:

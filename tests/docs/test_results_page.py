@@ -18,7 +18,7 @@ PAGE = REPO / "docs" / "RESULTS.md"
 RESULTS = REPO / "docs" / "results"
 NUMBER = r"[+\-−]?\d+(?:\.\d+)?†?"
 INTERVAL = re.compile(rf"(?<![\w.])({NUMBER}) \[({NUMBER}), ({NUMBER})\]")
-INTERVAL_NAMES = ("test", "diff", "val_best", "steps_to_target")
+INTERVAL_NAMES = ("test", "diff", "val_best", "steps_to_target", "spread", "ratio")
 
 
 class _HeldoutRow:
@@ -32,13 +32,29 @@ class _HeldoutRow:
         return self._interval if name == "diff" else None
 
 
+class _StabilityRow:
+    """A row of a study's stability.csv: its seed spread and spread ratio, each with its interval."""
+
+    def __init__(self, fields: dict[str, str]):
+        from types import SimpleNamespace
+
+        self._intervals = {name: SimpleNamespace(mean=float(fields[name]), low=float(fields[f"{name}_ci_low"]),
+                                                 high=float(fields[f"{name}_ci_high"]))
+                           for name in ("spread", "ratio") if fields[name] and fields[f"{name}_ci_low"]}
+
+    def interval(self, name: str):
+        return self._intervals.get(name)
+
+
 def _rows():
-    """Every row the page may quote: each study's shown folder, the version a redo replaced, and held-out checks."""
+    """Every row the page may quote: each study's shown folder, the version a redo replaced, held-out checks and the
+    shown folders' stability tables."""
     folders = dict.fromkeys([*FOLDERS.values(), *ORIGINALS.values()])
     rows = [row for folder in folders for row in read_results(RESULTS / folder / "results.csv")]
     for folder in folders:
         heldout = RESULTS / folder / "heldout" / "results.csv"
         rows += [_HeldoutRow(r) for r in read_rows(heldout)] if heldout.is_file() else []
+        rows += [_StabilityRow(r) for r in read_rows(RESULTS / folder / "stability.csv")]
     return rows
 
 
@@ -214,3 +230,22 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
     assert ("- Best mean still at an edge of the rates tried (the best rate may lie beyond them, whatever the tie rule "
             "took): prenorm at 32 blocks (best mean at 0.003, the largest tried; the tie rule took 0.001); "
             "layerscale at 32 blocks (best mean at 0.0001, the smallest tried).") in block
+
+
+def test_each_study_section_carries_its_stability_tables_from_its_stability_csv():
+    """Issue 60: a "Stability" block per study, printed from the study's stability.csv by the function that prints
+    its results.md, and every interval in it one of that table's."""
+    from evidence.results_page import render_block
+    from layerscale.study.report.stability_table import stability_table_lines
+
+    text = PAGE.read_text(encoding="utf-8")
+    studies = {key: load_study(RESULTS, key) for key in STUDIES}
+    for key, study in studies.items():
+        block = re.search(rf"<!-- generated: {key}-stability -->\n(.*?)<!-- end generated: {key}-stability -->",
+                          text, re.DOTALL).group(1)
+        assert block == render_block(f"{key}-stability", studies, RESULTS)
+        rows = read_rows(RESULTS / FOLDERS[key] / "stability.csv")
+        assert "\n".join(stability_table_lines(rows, study.reference, study.digits + 1, study.at)) in block
+        stability = [_StabilityRow(r) for r in rows]
+        found = INTERVAL.findall(block)
+        assert found and all(any(_matches(f, r) for r in stability) for f in found)
