@@ -178,7 +178,7 @@ def _locked(path: Path, wait: bool = True):
 def _grow(source_dir: Path, grown_dir: Path, depth: int) -> None:
     """``layerscale grow SOURCE --insert L --where every:1 --init copy --gamma 0 --out GROWN`` (written into a
     temporary folder, renamed into place)."""
-    from layerscale.surgery import grow_cli
+    from layerscale.surgery.growth import grow_cli
 
     tmp = grown_dir.with_name(grown_dir.name + ".tmp")
     if tmp.exists():

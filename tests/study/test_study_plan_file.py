@@ -14,7 +14,7 @@ from layerscale.cli import main
 from layerscale.study.design.grid import StudySpec
 from layerscale.study.design.plan import PLAN_FILE, read_plan
 from layerscale.study.study import run_study
-from layerscale.train import data_setup
+from layerscale.train.setup import data_setup
 from study_helpers import TINY_BASE, write_fake_run
 
 SPEC = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1, 2), TINY_BASE, lrs=(1e-3,))
