@@ -31,7 +31,7 @@ _LAZY_EXPORTS: dict[str, str] = {
     **dict.fromkeys(("convert_state_dict", "export_state_dict", "load_pretrained_into"), ".interop"),
     **dict.fromkeys(("get_residual", "list_residuals"), ".residual"),
     **dict.fromkeys(("add_layerscale", "fold_layerscale", "grow", "prune"), ".surgery"),
-    "param_groups": ".train.param_groups",
+    "param_groups": ".train.loop.param_groups",
     "register_timm": ".integrations.timm_registry",
 }
 
