@@ -15,11 +15,11 @@ and compares them with intervals.
 """
 
 from .analyze import analyze_depth
-from .pruning.block_ranking import gromov_best_span, rank_blocks
 from .measures.cka import cka_matrix, debiased_cka_matrix, linear_cka
+from .measures.geometry import angular_distance, relative_update_norm
+from .pruning.block_ranking import gromov_best_span, rank_blocks
 from .pruning.criteria import CRITERIA
 from .pruning.criterion_comparison import CriterionComparison, compare_criteria
-from .measures.geometry import angular_distance, relative_update_norm
 from .result import DepthAnalysis, effective_depth, effective_depth_interval
 from .source import analyze_run, load_run_model
 from .summary import DepthSummary

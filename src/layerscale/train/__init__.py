@@ -11,9 +11,10 @@ from .callbacks import Callback
 from .config.schema import DataConfig, ModelConfig, OptimConfig, RunConfig, TrainConfig
 from .loop.nonfinite import NonFiniteError
 from .loop.param_groups import is_scale_parameter, param_groups
-from .runner import TrainResult, run
 from .loop.schedule import WarmupCosineSchedule, warmup_cosine_lr
-from .loop.trainer import Trainer, TrainState
+from .loop.trainer import Trainer
+from .runner import TrainResult, run
+from .state.trainer_checkpoint import TrainState
 
 __all__ = [
     "Callback", "DataConfig", "ModelConfig", "NonFiniteError", "OptimConfig", "RunConfig", "TrainConfig",
