@@ -19,7 +19,9 @@ Per cell (method × depth), from the runs the study already has, with the measur
 **Verdicts, in the study's Holm / BH frame** (:mod:`layerscale.study.report.verdicts`): the *stability family* is the
 spread ratio of every ``METHOD@DEPTH`` comparison of the design's primary family (the same cells, the same depth),
 adjusted by Holm; every other ratio is exploratory, adjusted by Benjamini–Hochberg. ``steadier`` / ``less steady``
-when the adjusted p is below 0.05 and the ratio's interval excludes 1, ``within noise`` otherwise.
+when the adjusted p is below 0.05 and the ratio's interval excludes 1, ``within noise`` otherwise. A ratio whose
+bootstrap interval has zero width (every draw gave the same ratio: the two arms move together seed for seed) is no
+test, in no family, and reads ``no spread`` — the accuracy tables' rule for a zero-width interval.
 
 The rows go to ``stability.csv`` beside ``results.csv``; :func:`stability_table_lines` prints them from the rows as
 written or as read back (every number through ``float``), so ``results.md`` and docs/RESULTS.md print the same text.
@@ -36,11 +38,13 @@ from ..design.grid import StudySpec, format_lr
 from ..design.metric import Metric
 from .verdicts import ALPHA, PRIMARY, EXPLORATORY, primary_key
 
-__all__ = ["STABILITY_FILE", "FIELDS", "BOOTSTRAP_DRAWS", "BOOTSTRAP_SEED", "window_tolerance", "stability_rows",
+__all__ = ["STABILITY_FILE", "FIELDS", "BOOTSTRAP_DRAWS", "BOOTSTRAP_SEED", "NO_SPREAD", "window_tolerance", "stability_rows",
            "stability_verdict", "stability_table_lines", "stability_lines"]
 
 STABILITY_FILE = "stability.csv"
 BOOTSTRAP_DRAWS, BOOTSTRAP_SEED = 2000, 0
+#: the verdict of a ratio whose bootstrap interval has zero width (no test; :func:`stability_rows`)
+NO_SPREAD = "no spread"
 FIELDS = ["method", "depth", "lr", "rates_tried", "window_tolerance", "window_best", "window_rates",
           "window_factor", "seeds", "spread", "spread_ci_low", "spread_ci_high", "reference_spread", "ratio",
           "ratio_ci_low", "ratio_ci_high", "ratio_draws", "p_raw", "p_adj", "family", "adjustment", "verdict",
@@ -103,9 +107,15 @@ def _ratio(values: dict[int, float], reference: dict[int, float]) -> dict:
     if len(shared) < 3 or seed_spread([reference[s] for s in shared]) == 0:
         return {}
     ratio = spread_ratio(values, reference, draws=BOOTSTRAP_DRAWS, seed=BOOTSTRAP_SEED)
-    return {"reference_spread": seed_spread([reference[s] for s in shared]), "ratio": ratio.ratio,
-            "ratio_ci_low": ratio.low, "ratio_ci_high": ratio.high, "ratio_draws": ratio.draws,
-            "p_raw": pitman_morgan(values, reference)}
+    row = {"reference_spread": seed_spread([reference[s] for s in shared]), "ratio": ratio.ratio,
+           "ratio_ci_low": ratio.low, "ratio_ci_high": ratio.high, "ratio_draws": ratio.draws}
+    if ratio.high - ratio.low <= 1e-9 * max(1.0, abs(ratio.high)):
+        # every draw gave the same ratio: the arms move together seed for seed (one a linear function of the
+        # other, e.g. 3 seeds with the same tie in both), so the resampling measures no noise and Pitman-Morgan's
+        # correlation is ±1 by construction; as a zero-width interval in the accuracy tables: no test, no claim
+        row["verdict"] = NO_SPREAD
+        return row
+    return {**row, "p_raw": pitman_morgan(values, reference)}
 
 
 def stability_rows(spec: StudySpec, results: list, cells: list, rates: dict[tuple[str, int], tuple[float, ...]],
@@ -216,6 +226,12 @@ def stability_table_lines(rows: list[dict], reference: str, digits: int,
                                   ("within noise", f"seed spread within noise of {reference}'s")) if groups[k]]
         lines.append(f"- {name}, {len(members)} comparison{'s' if len(members) != 1 else ''}: "
                      + "; ".join(parts) + ".")
+    flat = [r for r in rows if r.get("verdict") == NO_SPREAD]
+    if flat:
+        lines.append("- The bootstrap interval has zero width (every resample gave the same ratio: the two arms move "
+                     "together seed for seed), so the noise cannot be estimated and no claim is made: "
+                     + ", ".join(f"{r['method']} at {at(int(r['depth']))} (SD ratio {_ratio_text(r)})" for r in flat)
+                     + ".")
     diverged = [r for r in rows if int(r["diverged"])]
     spiked = [r for r in rows if int(r["spikes"])]
     lines.append("- Divergences: " + (", ".join(f"{r['method']} at {at(int(r['depth']))} {r['diverged']} of "
@@ -251,7 +267,8 @@ def stability_lines(spec: StudySpec, rows: list[dict], metric: Metric) -> list[s
             f"percentile bootstrap interval over seeds ({BOOTSTRAP_DRAWS} draws, seeds resampled jointly); its p is "
             "the Pitman–Morgan test of equal spread. Verdicts in the study's frame: the stability family is "
             + family + "; every other ratio is exploratory (Benjamini–Hochberg); \"steadier\" or \"less steady\" "
-            "when the adjusted p is below 0.05 and the ratio's interval excludes 1. Diverged: runs of the cell, "
+            "when the adjusted p is below 0.05 and the ratio's interval excludes 1; \"no spread\" (no test, no "
+            "claim) when the interval has zero width. Diverged: runs of the cell, "
             "every rate and seed (tuning runs included), that the study marked diverged or that logged a "
             "non-finite training loss. Loss spikes: training-loss records that are spikes by the rule of "
             "Lightning's `SpikeDetection` with its defaults (window 10, rtol 2.0), over the same runs.", "",
