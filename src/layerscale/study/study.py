@@ -109,7 +109,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
               executor: ExecutorOptions | None = None, reuse_from: str | os.PathLike | None = None,
               start_window: float | None = None, log=print) -> StudySummary:
     """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv``,
-    ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
+    ``stability.csv``, ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
     failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables and report of what
     the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
     runs execute (:mod:`layerscale.study.run.executors`; default: as saved in ``study.json``, else the local pool);
