@@ -368,8 +368,9 @@ def _stability(study: Study) -> list[str]:
             f"smallest; then the span and how many of the rates tried it holds). Seed SD: over the seeds at the chosen "
             f"rate, 95 % chi-square interval. SD ÷ {study.reference}'s: paired by seed, 95 % percentile bootstrap "
             "interval over seeds, Pitman–Morgan p. Stability family (Holm): the seed-spread ratio of "
-            + (", ".join(family) or "none") + "; the rest exploratory (Benjamini–Hochberg). Diverged and loss spikes: "
-            "over every run of the cell, every rate and seed. Definitions and sources: docs/study.md, \"Stability\".",
+            + (", ".join(family) or "none") + "; the rest exploratory (Benjamini–Hochberg). Diverged and loss "
+            "spikes: over every run of the cell, every rate and seed. Definitions and sources: docs/study.md, "
+            "\"Stability\".",
             "", *stability_table_lines(rows, study.reference, study.digits + 1, study.at)]
 
 

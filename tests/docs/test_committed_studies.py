@@ -1,7 +1,7 @@
 """Every committed study rebuilds from what is committed: ``layerscale study --report-only`` on a copy of its folder
 (the packed ``runs.tar.xz``, ``study.json``, ``tuning.json``; no run folders) writes results.md, results.csv,
-runs.csv and stability.csv byte-identical to the committed ones (issues 26, 60). A change to the code that writes them fails here until
-the studies' tables are regenerated."""
+runs.csv and stability.csv byte-identical to the committed ones (issues 26, 60). A change to the code that writes
+them fails here until the studies' tables are regenerated."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ The product's claim is stability, so a study measures it rather than inferring i
   its seeds; :func:`spread_ratio` is a method's spread over the reference's, with a 95 % percentile bootstrap
   interval over seeds (Efron & Tibshirani 1993, ch. 13) that resamples seed indices jointly for both arms, because
   the two arms are paired by seed. :func:`spread_interval` is the spread's own interval from the chi-square pivot
-  ``(n − 1) s² / σ² ~ χ²(n − 1)`` of normal data (Casella & Berger 2002, *Statistical Inference*, 2nd ed., §9.2):
-  ``[s √((n − 1)/χ²_{1−α/2}), s √((n − 1)/χ²_{α/2})]``, ``scipy.stats.chi2``.
+  ``(n − 1) s² / σ² ~ χ²(n − 1)`` of normal data (Casella & Berger 2002, *Statistical Inference*, 2nd ed.,
+  §9.2): ``[s √((n − 1)/χ²_{1−α/2}), s √((n − 1)/χ²_{α/2})]``, ``scipy.stats.chi2``.
 - **Equal spread of paired samples** (:func:`pitman_morgan`): Pitman (1939, *Biometrika* 31:9–12) and Morgan (1939,
   *Biometrika* 31:13–19): for paired ``x, y``, ``Var x = Var y`` exactly when ``x + y`` and ``x − y`` are
   uncorrelated, so the test of equal variances is the test of zero Pearson correlation between sums and

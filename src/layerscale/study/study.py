@@ -10,7 +10,8 @@ Order is the contract:
    (:mod:`layerscale.study.run.tuning`), scored on the validation split; the choice per cell goes to ``tuning.json``.
 3. **Final runs**: every seed at the tuned rate and at the shared rate, to the full budget; each reads the test
    split once, when it ends.
-4. **Tables and report** (stability tables included, :mod:`.report.stability_table`) from the run directories alone (so they can be rebuilt anywhere the folder is copied).
+4. **Tables and report** (stability tables included, :mod:`.report.stability_table`) from the run directories
+   alone (so they can be rebuilt anywhere the folder is copied).
 
 Interrupting at any point and rerunning the same command continues: finished runs are kept, paused and
 interrupted ones resume from their checkpoints.
@@ -109,9 +110,9 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
               executor: ExecutorOptions | None = None, reuse_from: str | os.PathLike | None = None,
               start_window: float | None = None, log=print) -> StudySummary:
     """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv``,
-    ``stability.csv``, ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what it found; runs that
-    failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables and report of what
-    the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
+    ``stability.csv``, ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what
+    it found; runs that failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables
+    and report of what the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
     runs execute (:mod:`layerscale.study.run.executors`; default: as saved in ``study.json``, else the local pool);
     saved in ``study.json`` under ``"executor"``, never part of the design (the results do not depend on it).
     ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`).

@@ -3,10 +3,11 @@
 Per run (``runs.csv``): status, the test metric (one evaluation of the test split when the run ends), the
 validation metric (last and best), steps trained, whether early stopping ended it, the first step whose validation
 metric reached the target, training seconds, and from its training-loss records the loss spikes (Lightning's rule,
-:func:`layerscale.stats.stability.loss_spikes`) and whether any loss was not finite. Per cell (``results.csv``): the mean of the test metric over seeds
-with its 95 % t-interval, and the paired difference against the reference method at the same depth (seed by
-seed, same table) with its interval (:mod:`layerscale.stats.intervals`). Two tables: ``tuned`` (each cell at its
-own tuned learning rate) and ``shared`` (every cell at the study's one learning rate).
+:func:`layerscale.stats.stability.loss_spikes`) and whether any loss was not finite. Per cell (``results.csv``):
+the mean of the test metric over seeds with its 95 % t-interval, and the paired difference against the reference
+method at the same depth (seed by seed, same table) with its interval (:mod:`layerscale.stats.intervals`). Two
+tables: ``tuned`` (each cell at its own tuned learning rate) and ``shared`` (every cell at the study's one learning
+rate).
 
 The test metric is accuracy in % for classifiers and bits per byte (test loss / ln 2; the GPT is byte-level) for
 language models. A diverged run has no test metric: it is counted in ``diverged`` and left out of the mean.

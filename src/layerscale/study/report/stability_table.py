@@ -38,8 +38,8 @@ from ..design.grid import StudySpec, format_lr
 from ..design.metric import Metric
 from .verdicts import ALPHA, PRIMARY, EXPLORATORY, primary_key
 
-__all__ = ["STABILITY_FILE", "FIELDS", "BOOTSTRAP_DRAWS", "BOOTSTRAP_SEED", "NO_SPREAD", "window_tolerance", "stability_rows",
-           "stability_verdict", "stability_table_lines", "stability_lines"]
+__all__ = ["STABILITY_FILE", "FIELDS", "BOOTSTRAP_DRAWS", "BOOTSTRAP_SEED", "NO_SPREAD", "window_tolerance",
+           "stability_rows", "stability_verdict", "stability_table_lines", "stability_lines"]
 
 STABILITY_FILE = "stability.csv"
 BOOTSTRAP_DRAWS, BOOTSTRAP_SEED = 2000, 0
