@@ -37,7 +37,7 @@ def test_prune_by_several_criteria_prints_one_table_and_writes_a_figure_per_crit
     rows = [line for line in printed.splitlines() if line[:3].strip() in ("1", "2") and "[" in line]
     assert len(rows) == 2
     report = out / "pruning_report"
-    for name in ("criteria.md", "criteria.tex", "removal_gromov.svg", "removal_gromov.pdf",
+    for name in ("criteria.md", "criteria.tex", "criteria.json", "removal_gromov.svg", "removal_gromov.pdf",
                  "removal_block_influence.svg", "removal_block_influence.pdf", "angular_heatmap.svg",
                  "angular_heatmap.pdf"):
         assert (report / name).stat().st_size > 0, name

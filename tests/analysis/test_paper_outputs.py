@@ -3,6 +3,7 @@ Markdown / LaTeX tables that exist and parse."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -15,6 +16,7 @@ from layerscale.analysis.chance import chance_loss, chance_note, near_chance
 from layerscale.analysis.outputs.paper_figures import figure_angular_heatmap, vector_bytes
 from layerscale.analysis.outputs.paper_outputs import analysis_paper_files, write_files
 from layerscale.analysis.outputs.paper_tables import latex_escape
+from layerscale.analysis.pruning.criterion_comparison import CriterionComparison
 from layerscale.models.registry import create_model
 
 pytest.importorskip("matplotlib")
@@ -138,6 +140,10 @@ def test_paper_files_exist_and_parse(tmp_path):
     curve = result.criteria["curves"]["gromov"]
     low, high = curve["delta_loss_interval"][0]
     assert f"| 1 | {curve['delta_loss'][0]:.3f} [{low:.3f}, {high:.3f}] |" in criteria_md
+    assert "evaluation examples" in criteria_md  # a classifier's unit; a language model's is windows
+    # criteria.json: the comparison itself at full precision, read back into the same object
+    assert CriterionComparison.from_dict(json.loads((tmp_path / "criteria.json").read_text())) == \
+        CriterionComparison.from_dict(result.criteria)
 
 
 def test_figures_are_reproducible_and_the_heatmap_checks_its_matrix():

@@ -67,6 +67,12 @@ def test_pruned_llama_perplexity_equals_transformers_loss_on_the_same_windows(ll
         assert record[label]["loss"] == pytest.approx(hf_loss(model, evaluation), abs=1e-5)
         assert record[label]["perplexity"] == pytest.approx(math.exp(hf_loss(model, evaluation)), rel=1e-5)
         assert record[label]["windows"] == SAMPLES and record[label]["tokens"] == SAMPLES * (SEQ_LEN - 1)
+    # criteria.json: the comparison at full precision; its curve at n = 2 is the pruned model's loss, in windows
+    report = out / "pruning_report"
+    curve = json.loads((report / "criteria.json").read_text())["curves"]["gromov"]
+    assert curve["sets"][1] == surgery["removed_blocks"]
+    assert curve["loss"][1] == pytest.approx(hf_loss(pruned, evaluation), abs=1e-5)
+    assert f"mean over {SAMPLES} evaluation windows" in (report / "criteria.md").read_text()
     # the written folder carries the tokenizer: it is a complete source for the next command
     assert (out / "tokenizer.json").read_bytes() == (folder / "tokenizer.json").read_bytes()
 

@@ -7,15 +7,17 @@ For a :class:`~layerscale.analysis.result.DepthAnalysis` (:func:`analysis_paper_
 * ``removal_<criterion>.svg`` / ``.pdf``: one removal curve per criterion with its band — the criteria compared
   (``result.criteria``), else the analysis's own removal curve (``gromov``'s spans, or ``best_span`` with
   ``spans="exhaustive"``);
-* with a comparison, ``criteria.md`` / ``.tex``.
+* with a comparison, ``criteria.md`` / ``.tex`` and ``criteria.json``.
 
 For a :class:`~layerscale.analysis.pruning.criterion_comparison.CriterionComparison` alone (``layerscale prune``):
-:func:`comparison_paper_files` — ``criteria.md`` / ``.tex``, ``removal_<criterion>.svg`` / ``.pdf`` and the
-heatmap. Everything is rendered in memory first; :func:`write_files` then writes each file atomically.
+:func:`comparison_paper_files` — ``criteria.md`` / ``.tex``, ``criteria.json`` (the comparison itself at full
+precision, :meth:`CriterionComparison.to_dict`, for a paper's own plots), ``removal_<criterion>.svg`` / ``.pdf``
+and the heatmap. Everything is rendered in memory first; :func:`write_files` then writes each file atomically.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -40,6 +42,7 @@ def _table_files(stem: str, tables: tuple[str, str]) -> dict[str, bytes]:
 def comparison_paper_files(comparison: CriterionComparison, tolerance: float | None = None) -> dict[str, bytes]:
     """``{file name: bytes}`` for a criterion comparison (module docstring)."""
     files = _table_files("criteria", criteria_table(comparison, tolerance))
+    files["criteria.json"] = (json.dumps(comparison.to_dict(), indent=1, allow_nan=False) + "\n").encode("utf-8")
     for name, curve in comparison.curves.items():
         files.update(_figure_files(f"removal_{name}", figure_criterion_removal(
             name, curve.delta_loss, curve.delta_loss_interval, comparison.depth, comparison.level, tolerance)))

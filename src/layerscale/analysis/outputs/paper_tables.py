@@ -58,6 +58,11 @@ def _render(header: list[str], rows: list[list[str]], caption: str, label: str) 
     return markdown, "\n".join(tex) + "\n"
 
 
+def _units(task: str) -> str:
+    """What one evaluation example is: a window of tokens for a language model, else an example."""
+    return "windows" if task == "language_model" else "examples"
+
+
 def criteria_table(comparison: CriterionComparison, tolerance: float | None = None) -> tuple[str, str]:
     """One row per ``n``; per criterion the loss change ``Δ(n)`` (nats) with its interval and the blocks removed
     (1-based). ``tolerance``, when given, is stated in the caption."""
@@ -72,7 +77,8 @@ def criteria_table(comparison: CriterionComparison, tolerance: float | None = No
         row += [ranges([b + 1 for b in c.sets[n]]) for c in comparison.curves.values()]
         rows.append(row)
     caption = (f"Loss change (removed minus full model, nats) after removing n of the {comparison.depth} blocks by "
-               f"each criterion, mean over {comparison.num_examples} evaluation examples with its {level} bootstrap "
+               f"each criterion, mean over {comparison.num_examples} evaluation {_units(comparison.task)} with its "
+               f"{level} bootstrap "
                f"interval; full-model loss {_cell(comparison.clean_loss, comparison.clean_loss_interval)}. Blocks "
                f"chosen on the {comparison.scoring}; block numbers 1-based."
                + (f" Tolerance δ = {tolerance:g} nats." if tolerance is not None else ""))
@@ -99,7 +105,7 @@ def summary_table(result: DepthAnalysis) -> tuple[str, str]:
               _depth_cell(len(s.near_identity_blocks), s.near_identity_interval)],
              ["blocks needed alone (Δ loss > δ)", _depth_cell(len(s.needed_alone_blocks), s.needed_alone_interval)]]
     caption = (f"Depth use of {result.model}" + (f" ({result.residual})" if result.residual else "")
-               + f" on {result.num_examples} evaluation examples; {level} bootstrap intervals in brackets."
+               + f" on {result.num_examples} evaluation {_units(result.task)}; {level} bootstrap intervals in brackets."
                + (" The loss is within 5 % of chance." if s.chance_warning else ""))
     return _render(["measure", "value"], rows, caption, "tab:depth-summary")
 

@@ -24,8 +24,8 @@ __all__ = ["add_report_arguments", "comparison_lines", "compare_for_pruning", "c
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """``--report DIR`` and ``--bootstrap B`` of ``layerscale prune``."""
     parser.add_argument("--report", default=None, metavar="DIR",
-                        help="folder for the criteria comparison: criteria.md / .tex, removal_<criterion>.svg / .pdf "
-                             "and angular_heatmap.svg / .pdf (default: DEST/pruning_report)")
+                        help="folder for the criteria comparison: criteria.md / .tex / .json, removal_<criterion>.svg / "
+                             ".pdf and angular_heatmap.svg / .pdf (default: DEST/pruning_report)")
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                         help="bootstrap replicates over the evaluation examples for the 95%% intervals (default 1000)")
 
