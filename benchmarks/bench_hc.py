@@ -8,14 +8,16 @@ of the attention and MLP cost, so the ratio falls as the width grows.
 
 Run: python benchmarks/bench_hc.py [--width 192] [--depth 12] [--heads 3] [--batch 32] [--img 32] [--patch 4]
      [--rate 4] [--rounds 7] [--threads 1] [--clock auto|wall|cpu] [--device cpu|cuda] [--methods hc,hc_static,mhc]
-     [--memory] [--compile] [--eval-batch N]
+     [--memory] [--compile] [--eval-batch N] [--separate]
 
 ``--memory`` adds, per method, the bytes autograd keeps for the backward of one forward (distinct storages,
 parameters excluded): the activation memory a training step holds at its peak, deterministic on a busy machine.
 ``--compile`` adds every method again with its blocks compiled (:func:`layerscale.models.compile_blocks`, Inductor),
 timed in the same interleaved rounds after two warm-up steps; ratios against eager ``prenorm`` and against
 compiled ``prenorm``. ``--eval-batch N`` adds, per method, one forward of ``N`` images without gradients (a study's
-validation pass), timed in the same rounds.
+validation pass), timed in the same rounds. ``--separate`` adds every multi-stream method again with
+``fused = False`` on its connections: the separate operations the CPU's one-node read and write replaced (the same
+values), the *before* of the same process.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also time every method with its blocks compiled")
     parser.add_argument("--eval-batch", type=int, default=0, metavar="N",
                         help="also time a forward of N images without gradients (an evaluation pass)")
+    parser.add_argument("--separate", action="store_true",
+                        help="also time every multi-stream method with its connections' fused paths off")
     args = parser.parse_args()
     apply_timing_arguments(args)
     sync = synchronizer(args.device)
@@ -69,12 +73,19 @@ def main() -> None:
     x_eval = torch.randn(args.eval_batch, 3, args.img, args.img, device=args.device) if args.eval_batch else None
     steps, saved = {}, {}
     variants = [(name, False) for name in names] + ([(name, True) for name in names] if args.compile else [])
+    separate = [name for name in names if name != "prenorm"] if args.separate else []
+    variants += [(f"{name} (separate)", False) for name in separate]
     for name, compiled in variants:
         label = f"{name} (compiled)" if compiled else name
         torch.manual_seed(0)
         model = create_model("vit", img_size=args.img, patch_size=args.patch, num_classes=10, embed_dim=args.width,
-                             depth=args.depth, num_heads=args.heads, residual=_method(name, args.rate),
+                             depth=args.depth, num_heads=args.heads,
+                             residual=_method(name.removesuffix(" (separate)"), args.rate),
                              init_value=None).to(args.device).train()
+        if name.endswith(" (separate)"):
+            for module in model.modules():
+                if hasattr(module, "fused"):
+                    module.fused = False
         if compiled:
             compile_blocks(model)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -107,6 +118,10 @@ def main() -> None:
         memory = (f"   saved for backward {saved[name] / 2**20:7.1f} MiB  x{saved[name] / saved['prenorm']:5.2f}"
                   if args.memory else "")
         print(f"{name:>10s} {medians[name] * 1e3:9.1f} ms  x{medians[name] / base:5.2f} vs prenorm{memory}")
+    for name in separate:
+        t = medians[f"{name} (separate)"]
+        print(f"{name + ' (separate)':>21s} {t * 1e3:9.1f} ms  x{t / base:5.2f} vs prenorm  "
+              f"(fused x{medians[name] / t:5.3f} of separate)")
     if x_eval is not None:
         eval_base = medians["prenorm (eval)"]
         for name in names:

@@ -37,6 +37,7 @@ from torch import nn
 
 from .autocast import without_autocast
 from .base import BlockContext, Branch, ResidualMethod
+from .fused_hyper_connections import can_fuse, fused_read, fused_write
 from .normalized_projection import layer_norm_projection
 
 __all__ = ["HyperConnection", "HyperConnections", "StaticHyperConnections", "check_expansion_rate",
@@ -99,7 +100,8 @@ class _WriteStreams(torch.autograd.Function):
     backward is ``baddbmm``'s: the gradient itself for ``carried`` and two batched products, ``grad · updateᵀ`` and
     ``weightsᵀ · grad``, faster than the broadcast form's two reductions over the ``n``-times wider stream. Other
     devices keep the one ``baddbmm`` kernel: a GPU step is bound by kernel launches, and the elementwise form was
-    not measured there.
+    not measured there. The connections' CPU path in float32 and float64 is
+    :func:`~.fused_hyper_connections.fused_write` instead (one ``addcmul``: the same sum, rounded once).
     """
 
     @staticmethod
@@ -148,6 +150,9 @@ class HyperConnection(nn.Module):
     owns_init = True
     #: The static part gets no weight decay (§4 "Implementation"); ``beta`` is 1-D and exempt anyway.
     no_weight_decay_names = ("alpha", "beta")
+    #: Take the CPU's one-node read and write where they apply; ``False`` on an instance keeps the separate
+    #: operations everywhere (the same values: the baseline of ``benchmarks/bench_hc.py --separate``).
+    fused = True
 
     def __init__(self, dim: int, expansion_rate: int, layer_index: int, dynamic: bool = True, device=None,
                  dtype=None) -> None:
@@ -204,11 +209,18 @@ class HyperConnection(nn.Module):
         """``(h₀, H', B)`` for ``stream`` ``(..., n, d)``: ``[h₀; H'] = WCᵀ H`` (Eqs. 3–4) in one product.
 
         Dynamic form: one ``(n+1) × n`` matrix per token, one batched product over the flattened tokens; static
-        form: the same matrix broadcast over the tokens (a batch stride of 0, no copy).
+        form: the same matrix broadcast over the tokens (a batch stride of 0, no copy). On the CPU in float32 and
+        float64 (autocast off, not under a compiler or ``torch.func``) the read is one autograd node with its
+        backward written out (:func:`~.fused_hyper_connections.fused_read`); elsewhere the operations below.
         """
         if stream.shape[-2:] != (self.expansion_rate, self.dim):
             raise ValueError(f"hyper-connection expected a stream (..., {self.expansion_rate}, {self.dim}), got "
                              f"{tuple(stream.shape)}; expand the embedding with the method's expand_stream first")
+        if self.fused:
+            params = ((self.alpha, self.beta, self.alpha_proj, self.alpha_scale, self.beta_proj, self.beta_scale)
+                      if self.dynamic else (self.alpha,))
+            if can_fuse(stream, *params):  # the CPU: one autograd node, the same values (fused_hyper_connections)
+                return fused_read(stream, *params) if self.dynamic else (*fused_read(stream, self.alpha), self.beta)
         n, tokens = self.expansion_rate, stream.shape[:-2]
         rows = stream.reshape(-1, self.dim)  # a view, except for the expanded embedding (copied once, here)
         if self.dynamic:
@@ -224,7 +236,10 @@ class HyperConnection(nn.Module):
 
     def write(self, carried: torch.Tensor, beta: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
         """``Ĥ = Bᵀ update + H'`` (Eq. 5): the branch output added to stream ``j`` with weight ``B_j``
-        (:func:`write_streams`)."""
+        (:func:`~.fused_hyper_connections.fused_write` where :func:`~.fused_hyper_connections.can_fuse`, else
+        :func:`write_streams`)."""
+        if self.fused and can_fuse(carried, beta, update):
+            return fused_write(carried, beta, update)
         return write_streams(carried, beta, update)
 
     def extra_repr(self) -> str:

@@ -34,6 +34,7 @@ from torch.autograd.function import once_differentiable
 
 from .autocast import without_autocast
 from .base import BlockContext, Branch
+from .fused_hyper_connections import can_fuse, fused_write
 from .hyper_connections import HyperConnections, check_expansion_rate, sublayer_index, write_streams
 
 __all__ = ["ManifoldConstrainedHyperConnection", "ManifoldConstrainedHyperConnections", "sinkhorn_knopp"]
@@ -143,6 +144,8 @@ class ManifoldConstrainedHyperConnection(nn.Module):
     """
 
     owns_init = True
+    #: As :attr:`HyperConnection.fused <.hyper_connections.HyperConnection.fused>`.
+    fused = True
 
     def __init__(self, dim: int, expansion_rate: int, layer_index: int, iterations: int = SINKHORN_ITERATIONS,
                  device=None, dtype=None) -> None:
@@ -205,6 +208,8 @@ class ManifoldConstrainedHyperConnection(nn.Module):
 
     def write(self, carried: torch.Tensor, post: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
         """``H^res x + H^postᵀ update`` (Eq. 3), as :meth:`HyperConnection.write`."""
+        if self.fused and can_fuse(carried, post, update):
+            return fused_write(carried, post, update)
         return write_streams(carried, post, update)
 
     def extra_repr(self) -> str:

@@ -19,9 +19,11 @@ times float32's, where the two-pass LayerNorm's does not — at ``|μ| = 10 σ``
 ``tanh`` arguments of the coefficients; float64 inputs stay float64. Inside, the
 computation runs in float32 at least, with autocast off (the products are a few outputs wide).
 
-Where: on the CPU, where it was measured (``benchmarks/README.md``, "The coefficient LayerNorm folded into its
-projection": the ``hc`` step 1.43× → 1.35× ``prenorm`` at width 192, activation memory −22 %). Off the CPU the
-plain ``F.layer_norm`` then the product: there the model is bound by kernel launches (one H200,
+Where: on the CPU where Hyper-Connections take the separate operations (reduced precision, autocast, compilers,
+``fused = False``; in float32 and float64 :mod:`.fused_hyper_connections` folds the same LayerNorm with centred
+weights inside its one-node read), where it was measured (``benchmarks/README.md``, "The coefficient LayerNorm
+folded into its projection": the ``hc`` step 1.43× → 1.35× ``prenorm`` at width 192, activation memory −22 %).
+Off the CPU the plain ``F.layer_norm`` then the product: there the model is bound by kernel launches (one H200,
 ``benchmarks/README.md``), and the fold's reductions are more launches, not less traffic that matters.
 """
 
