@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 VARIANTS = ("prenorm", "layerscale")
+#: layers of the trained Llama (evidence/llama_prune_train.py builds it)
+DEPTH = 16
 GRID = (1e-3, 2e-3, 4e-3, 8e-3)
 #: the grid grows by this factor past an edge holding the best rate, at most MAX_EXTENSIONS times
 EXTENSION_FACTOR = 2.0

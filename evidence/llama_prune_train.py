@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-DEPTH = 16
+from .llama_prune_plan import DEPTH, VARIANTS
+
 WIDTH = 64
 HEADS = 2
 FFN = 192
@@ -30,7 +31,6 @@ WARMUP = 100
 EVAL_EVERY = 500
 WEIGHT_DECAY = 0.1
 LAYERSCALE_INIT = 0.1
-VARIANTS = ("prenorm", "layerscale")
 
 
 def token_ids(text_path: Path, tokenizer) -> torch.Tensor:

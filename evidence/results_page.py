@@ -39,7 +39,9 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 - ``depth-use``: the depth-use and pruning evidence of the Fashion study's depth-12 models
   (docs/results/depth-use, :func:`evidence.depth_use_report.depth_use_sections`);
 - ``grow``: growing a trained model deeper against training it on (docs/results/grow,
-  :func:`evidence.grow_report.grow_sections`).
+  :func:`evidence.grow_report.grow_sections`);
+- ``llama-prune``: pruning a real-vocabulary Llama by each criterion, unhealed and healed (docs/results/llama-prune,
+  :func:`evidence.llama_prune_report.llama_prune_sections`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerscale.atomic_io import write_text_atomic
-from . import depth_use_report, grow_report, heldout_report
+from . import depth_use_report, grow_report, heldout_report, llama_prune_report
 from layerscale.study.report.formatting import format_interval, format_p
 from layerscale.study.report.results import Metric
 from layerscale.study.report.results_table import ResultRow, read_results
@@ -70,7 +72,9 @@ FOLDERS = {"fashion": "fashion-grid", "lm": "lm-grid", "depthbench": "depthbench
 ORIGINALS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
 #: the evidence folders under docs/results with a block of their own: block name -> (folder, sections, glance)
 EVIDENCE = {"depth-use": ("depth-use", depth_use_report.depth_use_sections, depth_use_report.primary_glance),
-            "grow": ("grow", grow_report.grow_sections, grow_report.primary_glance)}
+            "grow": ("grow", grow_report.grow_sections, grow_report.primary_glance),
+            "llama-prune": ("llama-prune", llama_prune_report.llama_prune_sections,
+                            llama_prune_report.primary_glance)}
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
                     re.DOTALL)
 

@@ -1,0 +1,156 @@
+"""The real-vocabulary pruning example's tables (evidence/llama_prune_report.py): built from planted records, its
+rules (rate choice with the edge rule, n_δ, the deeper-half share, Welch + BH rows, spikes) checked by hand, and the
+committed results.md equal to what its committed CSVs give."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evidence import llama_prune_plan as plan
+from evidence import llama_prune_report as report
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = REPO / "docs" / "results" / "llama-prune"
+
+
+def _run(work: Path, variant: str, lr: float, seed: int, loss: float, train_loss=None) -> None:
+    folder = work / "train" / plan.run_name(variant, lr, seed)
+    folder.mkdir(parents=True)
+    record = {"variant": variant, "lr": lr, "seed": seed, "steps": 30, "status": "finished",
+              "validation_loss": loss, "train_loss": train_loss or [3.0] * 30, "wall_time_s": 60.0}
+    (folder / "run.json").write_text(json.dumps(record))
+
+
+def _curves(work: Path, variant: str, lr: float, seed: int, sets: dict[str, list[list[int]]], delta: float) -> None:
+    folder = work / "prune" / plan.run_name(variant, lr, seed) / "curves" / "pruning_report"
+    folder.mkdir(parents=True)
+    curves = {}
+    for criterion, chosen in sets.items():
+        deltas = [delta * (n + 1) for n in range(len(chosen))]
+        curves[criterion] = {"criterion": criterion, "scores": None, "sets": chosen,
+                             "loss": [2.0 + d for d in deltas], "loss_interval": [[1.9 + d, 2.1 + d] for d in deltas],
+                             "accuracy": [0.0] * len(chosen), "accuracy_interval": [[0.0, 0.0]] * len(chosen),
+                             "delta_loss": deltas, "delta_loss_interval": [[d - 0.01, d + 0.01] for d in deltas]}
+    (folder / "criteria.json").write_text(json.dumps({"clean_loss": 2.0, "clean_loss_interval": [1.9, 2.1],
+                                                      "curves": curves}))
+
+
+def _heal(work: Path, variant: str, lr: float, seed: int, criterion: str, n: int, mode: str, blocks: list[int],
+          healed: float, control: float) -> None:
+    folder = work / "prune" / plan.run_name(variant, lr, seed) / f"heal-{mode}-n{n}-{criterion}"
+    folder.mkdir(parents=True)
+
+    def loss(value):
+        return {"loss": value, "loss_interval": [value - 0.1, value + 0.1]}
+
+    surgery = {"removed_blocks": blocks, "heal_steps": plan.HEAL_STEPS, "perplexity": {"pruned": loss(3.0)},
+               "perplexity_after_heal": loss(healed), "control_perplexity_after_heal": loss(control)}
+    (folder / "config.json").write_text(json.dumps({"layerscale_surgery": surgery}))
+
+
+def _planted(work: Path) -> None:
+    # prenorm: best at 2e-3 (interior); layerscale: best at 8e-3 (an edge), extended to 1.6e-2, which is worse
+    for lr, loss in zip(plan.GRID, (3.0, 2.5, 2.7, 2.9)):
+        _run(work, "prenorm", lr, 0, loss)
+    for lr, loss in zip(plan.GRID + (1.6e-2,), (3.0, 2.9, 2.8, 2.4, 2.6)):
+        _run(work, "layerscale", lr, 0, loss)
+    deep = [[15], [14, 15], [13, 14, 15], [12, 13, 14, 15]]
+    shallow = [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]
+    for seed in plan.SEEDS:
+        if seed:
+            _run(work, "prenorm", 2e-3, seed, 2.5)
+            _run(work, "layerscale", 8e-3, seed, 2.4)
+        sets = {c: deep for c in plan.CRITERIA}
+        _curves(work, "prenorm", 2e-3, seed, sets, 0.04 + 0.001 * seed)  # Δ(n) = 0.04 n: n_0.1 = 2
+        _curves(work, "layerscale", 8e-3, seed, {**sets, "ablation": shallow, "gamma": deep}, 0.02 + 0.001 * seed)
+        for mode in plan.HEAL_MODES:
+            _heal(work, "prenorm", 2e-3, seed, "block_influence", 4, mode, deep[3], 2.2, 2.1)
+            _heal(work, "layerscale", 8e-3, seed, "block_influence", 4, mode, deep[3], 2.15, 2.1)
+
+
+@pytest.fixture
+def planted(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "out"
+    plan_max = plan.MAX_REMOVED
+    _planted(work)
+    out.mkdir()
+    assert plan_max == 8  # the planted curves stop at n = 4: the tables cope with a short curve
+    report.collect(work, out)
+    return work, out
+
+
+def test_rate_choice_and_the_edge_rule():
+    runs = [{"variant": "layerscale", "lr": repr(lr), "seed": "0", "validation_loss": repr(loss)}
+            for lr, loss in zip(plan.GRID, (3.0, 2.9, 2.8, 2.4))]
+    assert report.chosen_rate(runs, "layerscale") is None  # best at the top edge: the extension must run first
+    runs.append({"variant": "layerscale", "lr": "0.016", "seed": "0", "validation_loss": "2.6"})
+    assert report.chosen_rate(runs, "layerscale") == 8e-3
+    assert plan.extension(list(plan.GRID), 1e-3) == 5e-4 and plan.extension(list(plan.GRID), 2e-3) is None
+    assert plan.extension(list(plan.GRID) + [1.6e-2, 3.2e-2], 3.2e-2) is None  # at most two extensions
+
+
+def test_collect_writes_the_tables(planted):
+    _, out = planted
+    tables = report.load_tables(out)
+    assert {r["variant"] for r in tables.runs} == {"prenorm", "layerscale"} and len(tables.runs) == 13
+    assert report.chosen_rate(tables.runs, "prenorm") == 2e-3
+    unpruned = [r for r in tables.pruning if r["criterion"] == "none"]
+    assert len(unpruned) == 6 and all(r["n"] == "0" and r["loss"] == "2.0" for r in unpruned)
+    # 1-based blocks in the table, from the 0-based sets of criteria.json
+    row = next(r for r in tables.pruning if r["variant"] == "prenorm" and r["criterion"] == "gromov" and r["n"] == "4")
+    assert row["blocks"] == "13 14 15 16"
+    # the healed rows: every criterion that chose block_influence's blocks at n = 4 reads its healing, marked so
+    healed = [r for r in tables.healing if r["variant"] == "prenorm" and r["mode"] == "full"]
+    assert {r["criterion"] for r in healed} == set(plan.CRITERIA)
+    assert {r["same_blocks_as"] for r in healed if r["criterion"] != "block_influence"} == {"block_influence"}
+
+
+def test_n_delta_deep_share_and_the_layerscale_rows(planted):
+    _, out = planted
+    tables = report.load_tables(out)
+    assert [report.blocks_within(tables, "prenorm", "gromov", s) for s in plan.SEEDS] == [2, 2, 2]
+    assert report.blocks_within(tables, "layerscale", "gromov", 0) == 4  # 0.02 n <= 0.1 up to n = 4 here
+    assert report.deep_share(tables, "prenorm", "gromov", 4) == (12, 12, 3, 14.5)
+    assert report.deep_share(tables, "layerscale", "ablation", 4) == (0, 12, 0, 2.5)
+    rows = {(r["criterion"], r["n"]): r for r in report.layerscale_rows(tables)}
+    difference = rows[("gromov", 4)]["difference"]
+    assert difference.mean == pytest.approx(0.08 - 0.16)  # (0.02 - 0.04) × 4, the seeds' offsets cancel
+    assert difference.excludes(0.0) and rows[("gromov", 4)]["verdict"] == "LayerScale lower"
+    text = (out / "results.md").read_text()
+    assert "| layerscale | ablation | 0 of 12 | 2.5 | 0 of 3 |" in text
+
+
+def test_healing_of_other_blocks_than_the_curve_is_refused(tmp_path):
+    work = tmp_path / "work"
+    _planted(work)
+    target = work / "prune" / plan.run_name("prenorm", 2e-3, 0) / "heal-full-n4-block_influence" / "config.json"
+    raw = json.loads(target.read_text())
+    raw["layerscale_surgery"]["removed_blocks"] = [0, 1, 2, 3]
+    target.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="are not the curve's"):
+        report.collect(work, tmp_path)
+
+
+def test_a_planted_spike_is_counted():
+    losses = [3.0] * 50 + [30.0] * 10 + [3.0] * 40
+    assert report.spike_count(losses) == 1
+    assert report.spike_count([3.0] * 100) == 0
+
+
+def test_results_md_is_what_its_tables_give(tmp_path, planted):
+    _, out = planted
+    first = (out / "results.md").read_bytes()
+    report.write_report(out)
+    assert (out / "results.md").read_bytes() == first
+
+
+@pytest.mark.skipif(not (COMMITTED / "runs.csv").is_file(), reason="the example's tables are not committed yet")
+def test_the_committed_results_md_is_what_the_committed_tables_give(tmp_path):
+    for name in ("runs.csv", "pruning.csv", "healing.csv", "results.md"):
+        shutil.copyfile(COMMITTED / name, tmp_path / name)
+    report.write_report(tmp_path)
+    assert (tmp_path / "results.md").read_bytes() == (COMMITTED / "results.md").read_bytes()
