@@ -213,3 +213,16 @@ def test_add_layerscale_without_init_value_warns_on_a_language_model():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         add_layerscale(_build("gpt2"), init_value=1.0)
+
+
+def test_an_older_transformers_is_refused_before_any_scale_is_added(monkeypatch):
+    """transformers < 5.9 would load a saved folder without γ through a concrete class: refused in one line."""
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2))
+    import layerscale.surgery.hf.hf_layerscale_config as marking
+
+    monkeypatch.setattr(marking, "installed_transformers", lambda: "4.46.3")
+    with pytest.raises(ImportError, match=r"needs transformers>=5\.9 \(found 4\.46\.3") as refused:
+        add_layerscale(model, init_value=0.1)
+    assert "\n" not in str(refused.value)
+    assert not [n for n, _ in model.named_parameters() if n.endswith(".layer_scale")]  # refused before any change

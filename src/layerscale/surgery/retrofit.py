@@ -19,7 +19,7 @@ from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
 from .folding.fold import scale_modules
 from .hf.hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
-from .hf.hf_layerscale_config import mark_layerscale_config
+from .hf.hf_layerscale_config import check_transformers, mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
@@ -162,6 +162,8 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         warnings.warn(f"add_layerscale: no init_value given, so γ starts at {value:g} (the CaiT depth rule for "
                       f"{blocks} blocks) and the outputs of this {type(model).__name__} change; a pretrained "
                       f"language model usually wants init_value=1.0 (outputs unchanged)", UserWarning, stacklevel=2)
+    if decoder_blocks:
+        check_transformers()  # before any change: an older transformers would load the saved folder without γ
     with torch.no_grad():
         for add in actions:
             add(value)

@@ -11,7 +11,8 @@ type to ``config.json`` (with ``layerscale_loader`` naming the loader), and
 * :func:`layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale` loads it, γ included, bit for bit;
 * ``fold_layerscale`` removes γ and the mark: the folded model saves a plain ``config.json``;
 
-* a concrete class (``LlamaForCausalLM.from_pretrained(folder)``) fails too, with transformers 5: the marked config
+* a concrete class (``LlamaForCausalLM.from_pretrained(folder)``) fails too (transformers >= 5.9, the floor of the
+  ``hf`` extra; docs/ecosystem.md says what older releases do): the marked config
   also holds, under :data:`GUARD_KEY`, a small dict of the original model type, and transformers' config loader,
   given a config of another type, reads a nested dict of its own type in its place (its rule for composite
   configs); that dict's ``vocab_size`` is a sentence saying why and how to load the folder, so the concrete
@@ -27,7 +28,7 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["GUARD_KEY", "LOADER_KEY", "MODEL_TYPE_SUFFIX", "base_model_type", "is_marked", "marked_config_class",
+__all__ = ["GUARD_KEY", "LOADER_KEY", "MIN_TRANSFORMERS", "check_transformers", "MODEL_TYPE_SUFFIX", "base_model_type", "is_marked", "marked_config_class",
            "mark_layerscale_config", "unmark_layerscale_config"]
 
 MODEL_TYPE_SUFFIX = "_layerscale"
@@ -36,6 +37,8 @@ LOADER_KEY = "layerscale_loader"
 _LOADER = "layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale"
 #: The config key of the dict that makes a concrete class's ``from_pretrained`` refuse the folder (module docstring).
 GUARD_KEY = "layerscale_plain_load_guard"
+#: the oldest transformers whose concrete classes refuse a marked folder (the ``hf`` extra's floor)
+MIN_TRANSFORMERS = "5.9"
 _GUARD_REASON = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, computing "
                  "another function; load it with AutoModelForCausalLM.from_pretrained after importing "
                  "layerscale.integrations.hf_causal_lm, or with " + _LOADER)
@@ -74,11 +77,32 @@ def mark_layerscale_config(model: nn.Module) -> None:
     config = getattr(model, "config", None)
     if config is None or is_marked(config) or not isinstance(getattr(type(config), "model_type", None), str):
         return
+    check_transformers()
     base = type(config)
     config.__class__ = _marked_class(base)
     setattr(config, LOADER_KEY, _LOADER)
     setattr(config, GUARD_KEY, {"model_type": base.model_type,
                                 "vocab_size": _GUARD_REASON.format(cls=base.__name__.removesuffix("Config"))})
+
+
+def installed_transformers() -> str:
+    """The installed transformers release (its distribution's metadata)."""
+    from importlib.metadata import version
+
+    return version("transformers")
+
+
+def check_transformers() -> None:
+    """Refuse, in one line, to give γ to a Hugging Face model under a transformers older than
+    :data:`MIN_TRANSFORMERS`: those releases would load its saved folder through a concrete class without γ,
+    silently, or refuse it with an unrelated error (docs/ecosystem.md, "Which transformers")."""
+    from packaging.version import Version
+
+    installed = installed_transformers()
+    if Version(installed) < Version(MIN_TRANSFORMERS):
+        raise ImportError(f"LayerScale on a Hugging Face model needs transformers>={MIN_TRANSFORMERS} (found "
+                          f"{installed}: a folder it saves would load without its scales through "
+                          f"LlamaForCausalLM.from_pretrained and the like); pip install 'torch-layerscale[hf]'")
 
 
 def unmark_layerscale_config(model: nn.Module) -> None:
