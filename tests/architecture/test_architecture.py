@@ -51,6 +51,30 @@ def test_the_study_imports_downward_only():
     assert climbs == []
 
 
+def test_the_sub_rooms_of_a_room_import_one_way():
+    """Inside a room (``analysis``, ``surgery``, ``train``, ``study``, ...), its sub-packages form no circle among
+    themselves (``analysis.removal`` may import ``analysis.eval_data``, never both ways round); the room's flat
+    modules are left out, they hold both its entry points and its small shared pieces."""
+    graph, files = import_graph(), module_files()
+    packages = {module for module, path in files.items() if path.name == "__init__.py"}
+    circles = []
+    for room in sorted(packages - {"layerscale"}):
+        def sub_room(module: str) -> str | None:
+            if not module.startswith(room + "."):
+                return None
+            head = f"{room}.{module[len(room) + 1:].split('.')[0]}"
+            return head if head in packages else None
+
+        edges: dict[str, set[str]] = {}
+        for module, targets in graph.items():
+            source = sub_room(module)
+            if source is not None:
+                edges.setdefault(source, set()).update(
+                    t for t in map(sub_room, targets) if t is not None and t != source)
+        circles += cycles(edges)
+    assert circles == []
+
+
 def test_no_evidence_pipeline_inside_the_package():
     """The wheel is built from src/ (pyproject: packages.find where=src): evidence/ is never in it, and no module of
     the package may import it."""

@@ -12,7 +12,7 @@ from layerscale.models import create_model
 from layerscale.train import Callback, NonFiniteError, run
 from layerscale.train.state.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from layerscale.train.records.metrics_log import read_metrics
-from layerscale.train.loop.nonfinite import locate_nonfinite
+from layerscale.train.nonfinite import locate_nonfinite
 
 class _InfAtStep(Callback):
     """Makes the training forward of step ``step`` return inf logits (a transient blow-up), or, with ``weight``,

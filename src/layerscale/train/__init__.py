@@ -9,7 +9,7 @@ Extension point for monitors (per-layer statistics, custom logging): subclass :c
 
 from .callbacks import Callback
 from .config.schema import DataConfig, ModelConfig, OptimConfig, RunConfig, TrainConfig
-from .loop.nonfinite import NonFiniteError
+from .nonfinite import NonFiniteError
 from .loop.param_groups import is_scale_parameter, param_groups
 from .loop.schedule import WarmupCosineSchedule, warmup_cosine_lr
 from .loop.trainer import Trainer

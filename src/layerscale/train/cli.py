@@ -70,7 +70,7 @@ def _report_failure(message: str, is_main: bool, status: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .loop.nonfinite import NonFiniteError
+    from .nonfinite import NonFiniteError
     from .runner import run as run_training
 
     if args.resume is not None and args.out is not None:

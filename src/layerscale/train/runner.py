@@ -84,7 +84,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
 
     Works the same under ``torchrun`` (every rank calls it; rank 0 writes). Raises ``ValueError``,
     ``FileNotFoundError``, ``FileExistsError`` or ``ImportError`` for bad input, before writing anything;
-    :class:`~layerscale.train.loop.nonfinite.NonFiniteError` if the run diverges with ``run.on_nonfinite: stop``.
+    :class:`~layerscale.train.nonfinite.NonFiniteError` if the run diverges with ``run.on_nonfinite: stop``.
 
     With ``model`` (any ``nn.Module``) and ``train_data`` / ``eval_data`` (Datasets of ``(inputs, target)`` or
     DataLoaders), trains the user's model instead, with ``loss_fn(output, target)`` (default: cross-entropy for

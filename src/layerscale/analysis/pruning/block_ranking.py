@@ -36,10 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..removal.ablation import LossTotals, ablate_each_block
 from ..device import analysis_device
 from ..eval_data.evaluation import LANGUAGE_MODEL, as_eval_set, logits_of, per_example_loss, task_of
 from ..measures.geometry import angular_distance
+from ..removal.ablation import LossTotals, ablate_each_block
+from ..removal.span_removal import best_span
 from ..removal.streams import BlockStack, find_block_stack
 
 __all__ = ["RANKINGS", "READOUTS", "StreamMeasures", "best_span", "block_influence", "gromov_best_span",
@@ -114,23 +115,6 @@ def block_influence(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
                          f"{tuple(after.shape)}")
     cos = F.cosine_similarity(before.double(), after.double(), dim=-1, eps=1e-12)
     return (1.0 - cos).reshape(before.shape[0], -1).mean(dim=1)
-
-
-def best_span(distances: torch.Tensor | list, n: int) -> tuple[int, float]:
-    """Gromov et al.'s choice from a mean distance matrix ``distances[i][j] = d(x^(i), x^(j))`` (``(L+1, L+1)``):
-    ``(ℓ*, d(x^(ℓ*), x^(ℓ*+n)))`` with ``ℓ* = argmin_ℓ d(x^(ℓ), x^(ℓ+n))``, first on ties."""
-    matrix = torch.as_tensor(distances, dtype=torch.float64)
-    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
-        raise ValueError(f"best_span needs an (L+1, L+1) distance matrix with L >= 1, got {tuple(matrix.shape)}")
-    depth = matrix.shape[0] - 1
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= depth:
-        raise ValueError(f"span length n must be an int in [1, {depth}] (the number of blocks), got {n!r}")
-    starts = torch.arange(depth - n + 1)
-    candidates = matrix[starts, starts + n]
-    if torch.isnan(candidates).any():
-        raise ValueError("best_span: the distance matrix holds NaN (non-finite streams)")
-    start = int(torch.argmin(candidates))  # argmin returns the first minimum
-    return start, float(candidates[start])
 
 
 @dataclass
@@ -230,10 +214,10 @@ def rank_blocks(model: nn.Module, batches: Any, by: str, *, device: str | torch.
 def gromov_best_span(model: nn.Module, batches: Any, n: int, *, device: str | torch.device = "cpu",
                      batch_size: int = 250, max_examples: int | None = 1000,
                      call: Callable[[torch.Tensor], Any] | None = None) -> tuple[int, float]:
-    """``(start, distance)``: the ``n`` contiguous blocks ``start … start + n − 1`` (0-based) whose removal Gromov et
-    al. 2024 choose — the smallest mean angular distance between the head token entering block ``start`` and
-    leaving block ``start + n − 1`` — and that distance (see :func:`best_span`; arguments as for
-    :func:`rank_blocks`)."""
+    """``(start, distance)``: the ``n`` contiguous blocks ``start … start + n − 1`` (0-based) whose removal Gromov
+    et al. 2024 choose — the smallest mean angular distance between the head token entering block ``start`` and
+    leaving block ``start + n − 1`` — and that distance (see
+    :func:`~layerscale.analysis.removal.span_removal.best_span`; arguments as for :func:`rank_blocks`)."""
     measures = measure_streams(model, batches, device=device, batch_size=batch_size, max_examples=max_examples,
                                call=call)
     return best_span(measures.head_distance.mean(dim=0), n)

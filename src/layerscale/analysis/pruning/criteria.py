@@ -32,7 +32,8 @@ from typing import Sequence
 
 import torch
 
-from .block_ranking import StreamMeasures, best_span
+from ..removal.span_removal import best_span
+from .block_ranking import StreamMeasures
 
 __all__ = ["CRITERIA", "SCORE_CRITERIA", "CriterionRanking", "lowest_blocks", "parse_criteria", "ranking_of"]
 

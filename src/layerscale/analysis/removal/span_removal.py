@@ -20,14 +20,31 @@ from typing import Callable
 
 import torch
 
-from .ablation import LossTotals
-from ..pruning.block_ranking import best_span
 from ..eval_data.evaluation import logits_of, per_example_loss
+from .ablation import LossTotals
 from .streams import BlockStack, CapturedBatch
 
-__all__ = ["SPAN_SELECTIONS", "candidate_spans", "spans_to_run", "remove_spans", "span_losses", "best_per_length"]
+__all__ = ["SPAN_SELECTIONS", "best_span", "candidate_spans", "spans_to_run", "remove_spans", "span_losses",
+           "best_per_length"]
 
 SPAN_SELECTIONS = ("angular", "exhaustive")
+
+
+def best_span(distances: torch.Tensor | list, n: int) -> tuple[int, float]:
+    """Gromov et al.'s choice from a mean distance matrix ``distances[i][j] = d(x^(i), x^(j))`` (``(L+1, L+1)``):
+    ``(ℓ*, d(x^(ℓ*), x^(ℓ*+n)))`` with ``ℓ* = argmin_ℓ d(x^(ℓ), x^(ℓ+n))``, first on ties."""
+    matrix = torch.as_tensor(distances, dtype=torch.float64)
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
+        raise ValueError(f"best_span needs an (L+1, L+1) distance matrix with L >= 1, got {tuple(matrix.shape)}")
+    depth = matrix.shape[0] - 1
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= depth:
+        raise ValueError(f"span length n must be an int in [1, {depth}] (the number of blocks), got {n!r}")
+    starts = torch.arange(depth - n + 1)
+    candidates = matrix[starts, starts + n]
+    if torch.isnan(candidates).any():
+        raise ValueError("best_span: the distance matrix holds NaN (non-finite streams)")
+    start = int(torch.argmin(candidates))  # argmin returns the first minimum
+    return start, float(candidates[start])
 
 
 def candidate_spans(mean_distance: torch.Tensor, selection: str) -> list[tuple[int, int]]:

@@ -96,7 +96,7 @@ def train_or_resume(run_dir: str | os.PathLike, raw: dict, *, threads: int = 1) 
     import torch
 
     from ...atomic_io import write_json_atomic
-    from ...train.loop.nonfinite import NonFiniteError
+    from ...train.nonfinite import NonFiniteError
     from ...train.state.run_lock import clear_run_dir, hold_run_dir
     from ...train.runner import run as train_run
 

@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
 def _train(run_dir: Path, config: dict, parent: int) -> int:
     from ...train.callbacks import Callback
     from ...train.state.checkpoint import latest_checkpoint
-    from ...train.loop.nonfinite import NonFiniteError
+    from ...train.nonfinite import NonFiniteError
     from ...train.state.run_lock import clear_run_dir
     from ...train.runner import SUMMARY_FILE, run
 

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ...analysis.device import analysis_device
     from ...analysis.outputs.paper_outputs import comparison_paper_files, write_files
     from .prune import prune
-    from ..healing.prune_healing import heal_with_control, report_perplexity, uses_run_recipe
+    from .prune_healing import heal_with_control, report_perplexity, uses_run_recipe
     from ..surgery_output import finish_write
 
     criteria = criteria_option(args.by)

@@ -39,7 +39,7 @@ from ..state.trainer_checkpoint import TrainState, restore_trainer, write_traine
 from .auto_policy import choose_compile, choose_precision, model_width
 from .budget import planned_total_steps, steps_per_epoch
 from .early_stopping import EarlyStopping
-from .nonfinite import NonFiniteError, locate_nonfinite
+from ..nonfinite import NonFiniteError, locate_nonfinite
 from .objective import batch_objective, eval_objective
 from .optimizer import build_optimizer
 from .progress import Progress

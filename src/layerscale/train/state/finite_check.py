@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from .checkpoint import MODEL_FILE, first_nonfinite_tensor, list_checkpoints
-from ..loop.nonfinite import _finite
+from ..nonfinite import _finite
 from ..trainer_view import TrainerView
 
 __all__ = ["PROBE_SAMPLES", "probe_forward_is_finite", "last_good_checkpoint", "check_resume_finite"]

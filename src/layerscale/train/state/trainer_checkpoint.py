@@ -3,7 +3,7 @@ taking all of that back on resume.
 
 A checkpoint is written only when it is *good*: every weight finite and a finite forward on a fixed batch
 (:mod:`~layerscale.train.state.finite_check`), decided on every rank (a max all-reduce of the two flags), so a bad
-step raises :class:`~layerscale.train.loop.nonfinite.NonFiniteError` naming the last good checkpoint and leaves the
+step raises :class:`~layerscale.train.nonfinite.NonFiniteError` naming the last good checkpoint and leaves the
 earlier ones untouched. Its ``train_state.pt`` holds the position (``step``, ``epoch``, ``batch_in_epoch``), the
 training seconds so far, the optimizer (full state dict, gathered under FSDP), the scheduler, the RNG state of every
 rank, early stopping, the latest and the test evaluation, and the callbacks' own state
@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from ..distributed import all_gather_objects, all_reduce, barrier, full_state_dicts, load_full_state_dicts
-from ..loop.nonfinite import NonFiniteError
+from ..nonfinite import NonFiniteError
 from .callback_state import callback_states, load_callback_states
 from .checkpoint import save_checkpoint
 from .finite_check import last_good_checkpoint, probe_forward_is_finite
@@ -77,7 +77,7 @@ def restore_trainer(trainer: Any, weights: dict[str, torch.Tensor], train_state:
 def write_trainer_checkpoint(trainer: Any, fsdp: bool, elapsed: Callable[[], float]) -> Path | None:
     """Check that ``trainer``'s current step is good, then write its checkpoint (rank 0 writes; a collective under
     FSDP) and return its directory (``None`` on the other ranks). ``elapsed()`` gives the run's training seconds.
-    Raises :class:`~layerscale.train.loop.nonfinite.NonFiniteError` instead if a weight, or the forward on a fixed
+    Raises :class:`~layerscale.train.nonfinite.NonFiniteError` instead if a weight, or the forward on a fixed
     batch, is not finite."""
     ctx, state, step = trainer.ctx, trainer.state, trainer.state.step
     bad = next((name for name, p in trainer.model.named_parameters()

@@ -18,7 +18,7 @@ from torch import nn
 
 from ...analysis.eval_data.evaluation import EvalSet
 from ...analysis.measures.perplexity import Perplexity, score_windows
-from ..pruning.prune_eval import evaluate
+from .prune_eval import evaluate
 
 __all__ = ["report_perplexity", "heal_with_control", "uses_run_recipe", "DEFAULT_HEAL_LR"]
 
@@ -42,11 +42,11 @@ def _heal_one(model: nn.Module, source: Any, calibration: EvalSet, args: argpars
               out: str | None) -> tuple[nn.Module, int]:
     """``(healed model, steps run)``."""
     if uses_run_recipe(source, args):
-        from .prune_heal import heal_pruned
+        from ..healing.prune_heal import heal_pruned
 
         result = heal_pruned(model.cpu(), source, args.heal_steps, out, lr=args.heal_lr, quiet=True)
         return model.to(args.device), int(result.step)
-    from .heal_loop import heal_model
+    from ..healing.heal_loop import heal_model
 
     healed, result = heal_model(model, calibration, args.heal_steps, method=args.heal,
                                 lr=args.heal_lr or DEFAULT_HEAL_LR, batch_size=args.heal_batch_size,
