@@ -86,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--primary", type=_csv_list, metavar="METHOD@DEPTH,...",
                         help="the primary family, fixed before the runs and Holm-adjusted: METHOD@DEPTH (against "
                              "the reference at that depth) or METHOD@SHALLOW:DEEP (depth-use interaction); default: "
-                             "every method at the deepest depth. Everything else is Benjamini-Hochberg-adjusted")
+                             "every method at the deepest depth; 'none': no primary family, every comparison "
+                             "exploratory. Everything else is Benjamini-Hochberg-adjusted")
     parser.add_argument("--primary-seeds", type=int, metavar="N",
                         help="seeds 0 .. N-1 for the cells the primary family compares (the others keep --seeds)")
     parser.add_argument("--bootstrap", type=int, metavar="N",
@@ -175,7 +176,11 @@ def build_spec(args: argparse.Namespace):
                    "primary_seeds"):
         if getattr(args, option) is not None:
             changes[option] = getattr(args, option)
-    if args.primary is not None:
+    if args.primary == ["none"]:  # no family: the preset's bootstrap and extra seeds (the family's) do not apply
+        changes.update(primary=(), exploratory_only=True)
+        changes.setdefault("bootstrap", 0)
+        changes.setdefault("primary_seeds", 0)
+    elif args.primary is not None:
         changes["primary"] = tuple(args.primary)
     elif any(key in changes for key in ("methods", "depths", "reference")) or args.shapes is not None:
         changes["primary"] = ()  # the preset's family names its own grid: the default family of this design

@@ -120,6 +120,9 @@ class StudySpec:
     #: whether the design named its primary family before its runs (``False`` only for a study file that predates
     #: primary families: its family is the default, applied afterwards, and the report says so)
     primary_declared: bool = True
+    #: the design names no primary family (``--primary none``): every comparison is exploratory, Benjamini–Hochberg
+    #: adjusted (a study of methods added to another study's grid, none of them a pre-registered claim)
+    exploratory_only: bool = False
     #: ``tuning: fixed``: ``(method, depth, lr)`` for every cell, the design's rate for that cell (nothing is tuned;
     #: ``lrs`` is empty and there is no shared table)
     fixed_rates: tuple[tuple[str, int, float], ...] = ()
@@ -169,7 +172,11 @@ class StudySpec:
         if self.tuning == "halving" and clash:
             raise ValueError(f"the tuning seed {clash[0]} is also a reporting seed; the tuning runs must be separate "
                              "from the reported ones (--tune-seed)")
-        object.__setattr__(self, "primary", self._resolve_primary(tuple(self.primary)))
+        if self.exploratory_only and (self.primary or self.primary_seeds or self.bootstrap):
+            raise ValueError("--primary none names no primary family; it takes no other --primary entry, "
+                             "--primary-seeds or --bootstrap (both are for the primary family)")
+        if not self.exploratory_only:
+            object.__setattr__(self, "primary", self._resolve_primary(tuple(self.primary)))
         self._check_fixed_rates()
         if not 0.0 < self.min_budget <= 1.0:
             raise ValueError(f"--min-budget must be in (0, 1], got {self.min_budget}")
@@ -340,13 +347,14 @@ class StudySpec:
                 "primary_seeds": self.primary_seeds, "primary_declared": self.primary_declared,
                 # only when used, so every study file written before the key existed reads back byte-identically
                 **({"fixed_rates": [list(row) for row in self.fixed_rates]} if self.fixed_rates else {}),
+                **({"exploratory_only": True} if self.exploratory_only else {}),
                 "base": self.base}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
                 "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
-                "bootstrap", "primary_seeds", "primary_declared", "fixed_rates")
+                "bootstrap", "primary_seeds", "primary_declared", "fixed_rates", "exploratory_only")
         raw = {**LEGACY_DESIGN, **raw}
         extra = {k: (tuple(raw[k]) if k in ("lrs", "shapes", "primary", "fixed_rates") else raw[k]) for k in keys
                  if k in raw}

@@ -46,6 +46,17 @@ def _procedure_note(study_dir: Path) -> str:
            "progress, docs/RESULTS.md)"
 
 
+def _exploratory_only(study_dir: Path) -> bool:
+    """Whether a study's design names no primary family (``--primary none``)."""
+    import json
+
+    try:
+        design = json.loads((study_dir / "study.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(design, dict) and design.get("exploratory_only") is True
+
+
 def _complete_redo(study_dir: Path) -> Path | None:
     """The folder of ``study_dir``'s redo when it has finished every run (its ``runs.csv`` holds no pending run),
     else ``None``."""
@@ -76,6 +87,9 @@ def primary_verdict_lines(root: Path | None = None) -> list[str]:
             continue
         note = _procedure_note(csv_path.parent)
         rows = [r for r in read_results(csv_path) if r.family == PRIMARY]
+        if not rows and _exploratory_only(csv_path.parent):
+            lines.append(f"- {csv_path.parent.name}: exploratory only (its design names no primary family)")
+            continue
         if not rows:
             lines.append(f"- {csv_path.parent.name}: no primary family recorded in {csv_path} yet")
             continue

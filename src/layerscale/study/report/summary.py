@@ -95,7 +95,8 @@ def summary_sentences(spec: StudySpec, cells: list[CellResult], metric: Metric, 
     return out
 
 
-def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], declared: bool = True) -> str:
+def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], declared: bool = True,
+                          exploratory_only: bool = False) -> str:
     """What a 95 % verdict means across this many comparisons, with the study's own counts."""
     compared = [x for x in (*cells, *contrasts) if x.p_raw is not None and not getattr(x, "same_runs_as", "")]
     primary = sum(x.family == PRIMARY for x in compared)
@@ -105,9 +106,12 @@ def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], de
                 "called and nothing is adjusted. With more seeds, verdicts are adjusted for multiple comparisons: "
                 "Holm (1979) within the primary family, Benjamini & Hochberg (1995) for the rest.")
     family = ("fixed in the design before the runs" if declared else "the default family, applied after the runs")
-    holm = (f"the {primary} comparison(s) of the primary family, {family}, by Holm (1979; the chance of any false "
-            f"verdict among them is at most 5 %), and the other {rest}" if primary else
-            f"none of the primary family ({family}) has a p-value yet; the {rest}")
+    if exploratory_only:
+        holm = f"the design names no primary family, so all {rest} are exploratory, adjusted together"
+    else:
+        holm = (f"the {primary} comparison(s) of the primary family, {family}, by Holm (1979; the chance of any "
+                f"false verdict among them is at most 5 %), and the other {rest}" if primary else
+                f"none of the primary family ({family}) has a p-value yet; the {rest}")
     return (f"This study tests {len(compared)} comparison{'s' if len(compared) != 1 else ''}. At 95 % each one alone "
             f"calls a difference about 1 time in 20 when there is none, so among {len(compared)} equal "
             f"pair{'s' if len(compared) != 1 else ''} about "
@@ -118,6 +122,9 @@ def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], de
 
 def primary_lines(spec: StudySpec, cells: list[CellResult], contrasts: list[Contrast], metric: Metric) -> list[str]:
     """The primary family's table: each comparison, its interval (and bootstrap interval), raw and Holm p."""
+    if spec.exploratory_only:
+        return ["## Primary comparisons", "", "None: the design names no primary family (``--primary none``); every "
+                "comparison of this study is exploratory, Benjamini–Hochberg-adjusted.", ""]
     by_key = {("diff", c.method, None, c.depth): c for c in cells if c.table == "tuned"}
     by_key.update({(k.kind, k.method, k.depth_from, k.depth): k for k in contrasts if k.table == "tuned"})
     boot = spec.bootstrap > 0
@@ -240,7 +247,8 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
               f"Differences are paired by seed against **{spec.reference_method}** at the same depth. Budget: "
               f"{total_steps} steps per run"
               + (f", early stopping after {spec.patience} evaluations without improvement" if spec.patience else "")
-              + ". " + TRUNCATION_NOTE, "", multiplicity_sentence(cells, list(contrasts), spec.primary_declared), ""]
+              + ". " + TRUNCATION_NOTE, "", multiplicity_sentence(cells, list(contrasts), spec.primary_declared,
+                                                                spec.exploratory_only), ""]
     lines += primary_lines(spec, cells, list(contrasts), metric)
     tables = [("tuned", "Each method at its own tuned learning rate")] if spec.tuned else []
     if spec.shared_table or not spec.tuned:
