@@ -144,3 +144,13 @@ def test_float32_step_stays_close_to_the_separate_operations(separate):
         separate(use_separate)
         outs.append(model(x))
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_traced_model_records_the_separate_operations():
+    """``torch.jit.trace`` (and export) records the general path, not an opaque Python autograd node."""
+    torch.manual_seed(0)
+    model = tiny_model("vit", HyperConnections(expansion_rate=2), depth=1).eval()
+    x = tiny_input("vit")
+    traced = torch.jit.trace(model, x, check_trace=False)
+    assert "PythonOp" not in str(traced.graph)
+    torch.testing.assert_close(traced(x), model(x))

@@ -46,12 +46,13 @@ _FUSED_DTYPES = (torch.float32, torch.float64)
 
 def can_fuse(stream: torch.Tensor, *tensors: torch.Tensor) -> bool:
     """Whether :func:`fused_read` / :func:`fused_write` apply to ``stream`` and ``tensors``: all on the CPU in one
-    dtype, float32 or float64; autocast off; no ``torch.compile`` tracing or ``torch.func`` transform."""
+    dtype, float32 or float64; autocast off; no ``torch.compile`` / ``torch.export`` or ``torch.jit.trace`` tracing
+    (they record the separate operations, which export knows) and no ``torch.func`` transform."""
     dtype = stream.dtype
     return (stream.device.type == "cpu" and dtype in _FUSED_DTYPES
             and all(t.dtype == dtype and t.device.type == "cpu" for t in tensors)
             and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
-            and not torch._C._are_functorch_transforms_active())
+            and not torch.jit.is_tracing() and not torch._C._are_functorch_transforms_active())
 
 
 class _Read(torch.autograd.Function):
