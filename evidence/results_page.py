@@ -124,6 +124,18 @@ class Study:
                                signed=name in ("diff",))
 
 
+def _run_key(row: dict) -> tuple[str, int, float]:
+    return row["method"], int(row["depth"]), float(row["lr"])
+
+
+def extension_pending_runs(tuning: dict | None) -> set[tuple[str, int, float]]:
+    """(method, depth, rate) of every grid extension ``tuning.json`` records as pending (issue 60: a cell whose best
+    mean is at an edge adds a rate before the tie rule chooses). Their runs are the only pending ones the page
+    accepts: the rest of the study is complete, and each such cell reads its provisional rate, flagged as such."""
+    cells = (tuning or {}).get("cells") or []
+    return {(c["method"], int(c["depth"]), float(lr)) for c in cells for lr in c.get("extension_pending") or []}
+
+
 def load_study(results_dir: str | os.PathLike, key: str, folder: str | None = None) -> Study:
     """The study ``key`` from ``results_dir/folder`` (default: its folder in :data:`FOLDERS`); ``ValueError`` for
     a study with runs still pending (the page quotes no number of a partial study)."""
@@ -131,11 +143,12 @@ def load_study(results_dir: str | os.PathLike, key: str, folder: str | None = No
     design = json.loads((folder / "study.json").read_text(encoding="utf-8"))
     with (folder / "runs.csv").open(encoding="utf-8", newline="") as f:
         runs = list(csv.DictReader(f))
-    pending = sum(r["status"] == "pending" for r in runs)
-    if pending:
-        raise ValueError(f"{folder} has {pending} run(s) pending: docs/RESULTS.md quotes only complete studies")
     tuning_path = folder / "tuning.json"
     tuning = json.loads(tuning_path.read_text(encoding="utf-8")) if tuning_path.is_file() else None
+    waiting = extension_pending_runs(tuning)
+    pending = sum(r["status"] == "pending" and _run_key(r) not in waiting for r in runs)
+    if pending:
+        raise ValueError(f"{folder} has {pending} run(s) pending: docs/RESULTS.md quotes only complete studies")
     return Study(key, read_results(folder / "results.csv"), design, runs, folder, tuning)
 
 
@@ -264,6 +277,12 @@ def _chosen_rate(row: ResultRow | None) -> str:
     return "—" if row is None or row.lr is None else f"{row.lr:g}"
 
 
+def _edge_side(cell: dict) -> str:
+    """Which edge of the rates that ran holds a cell's best mean (``tuning.json``'s cell)."""
+    ran = [lr for lr in cell["rates"] if lr not in (cell.get("extension_pending") or [])]
+    return "largest" if cell["best_lr"] == max(ran) else "smallest"
+
+
 def _grid_choice(study: Study) -> list[str]:
     """How a full-budget grid chose (its ``tuning.json``): the ties and how they were resolved, the cells whose grid
     was extended, and the cells still at the edge of the rates they tried."""
@@ -282,11 +301,16 @@ def _grid_choice(study: Study) -> list[str]:
             f"{'largest' if c['best_lr'] == max(c['rates']) else 'smallest'} tried"
             + (f"; the tie rule took {c['chosen_lr']:g}" if c["chosen_lr"] != c["best_lr"] else "") + ")"
             for c in cells if c["best_lr"] is not None and c["best_lr"] in (min(c["rates"]), max(c["rates"]))]
+    waiting = [f"{where(c)} (best mean at {c['best_lr']:g}, the {_edge_side(c)} tried; "
+               f"{', '.join(f'{lr:g}' for lr in c['extension_pending'])} to run; until then the cell reads the tie "
+               f"rule's choice among the rates that ran, {c['chosen_lr']:g})"
+               for c in cells if c.get("extension_pending")]
     at_shared = sum(c["chosen_lr"] == shared for c in cells)
     more = " (more in the primary family's cells)" if study.design.get("primary_seeds") else ""
     times = study.design.get("extend_grid") or 0
-    extend = (f"a cell choosing an edge of the grid added one rate outward (×3 or ÷3), at most {times} time"
-              f"{'s' if times != 1 else ''}." if times else "the grid was not extended at its edges.")
+    extend = (f"a cell whose best mean is at an edge of the grid adds one rate outward (×3 or ÷3) before the tie "
+              f"rule chooses, at most {times} time{'s' if times != 1 else ''}." if times
+              else "the grid was not extended at its edges.")
     return [f"Every rate of the grid ran the full budget with every seed of the cell (seeds {seeds}{more}); each "
             "cell took the rate with the best mean validation score, rates "
             "within one standard error of the best (paired by seed) counting as a tie, resolved toward the shared "
@@ -294,6 +318,8 @@ def _grid_choice(study: Study) -> list[str]:
             f"{at_shared} of the {len(cells)} cells chose the shared rate.", "",
             "- Ties: " + ("; ".join(ties) if ties else "none") + ".",
             "- Extended: " + ("; ".join(extended) if extended else "none") + ".",
+            *(["- Extension pending (runs not yet trained; the tables keep the rate chosen before it): "
+               + "; ".join(waiting) + "."] if waiting else []),
             "- Best mean still at an edge of the rates tried (the best rate may lie beyond them, whatever the tie "
             "rule took): "
             + ("; ".join(edge) if edge else "none") + "."]
@@ -348,12 +374,16 @@ def _depth_gain(study: Study) -> list[str]:
 
 
 def _compute(study: Study) -> list[str]:
-    kinds = {kind: sum(1 for r in study.runs if r["kind"] == kind) for kind in ("tune", "final")}
-    seconds = sum(float(r["wall_time_s"]) for r in study.runs if r["wall_time_s"])
-    runs = (f"{len(study.runs)} full-budget runs (every rate of the grid × every seed of the cell; a grid has no "
+    ran = [r for r in study.runs if r["status"] != "pending"]  # the only pending ones: a grid extension's
+    waiting = len(study.runs) - len(ran)
+    kinds = {kind: sum(1 for r in ran if r["kind"] == kind) for kind in ("tune", "final")}
+    seconds = sum(float(r["wall_time_s"]) for r in ran if r["wall_time_s"])
+    runs = (f"{len(ran)} full-budget runs (every rate of the grid × every seed of the cell; a grid has no "
             "separate tuning runs)" if study.design.get("tuning") == "grid" else
-            f"{len(study.runs)} runs ({kinds['tune']} tuning, {kinds['final']} final)")
-    return [f"{runs}, {seconds / 3600:.1f} h of training time summed over runs (`runs.csv`, column `wall_time_s`)."]
+            f"{len(ran)} runs ({kinds['tune']} tuning, {kinds['final']} final)")
+    pending = (f" {waiting} more, the pending grid extension above, have not run." if waiting else "")
+    return [f"{runs}, {seconds / 3600:.1f} h of training time summed over runs (`runs.csv`, column `wall_time_s`)."
+            + pending]
 
 
 def _stability(study: Study) -> list[str]:

@@ -158,13 +158,17 @@ def test_an_evidence_report_is_what_its_committed_tables_give(tmp_path, folder, 
 def test_the_page_shows_each_study_from_a_complete_folder_and_a_partial_one_is_refused(tmp_path):
     import shutil
 
+    from evidence.results_page import extension_pending_runs
+
     for key in STUDIES:
         study = load_study(RESULTS, key)
         assert study.folder.name == FOLDERS[key]
-        assert all(r["status"] != "pending" for r in study.runs)
+        waiting = extension_pending_runs(study.tuning)  # issue 60: a grid extension not yet run, and nothing else
+        assert all(r["status"] != "pending" or (r["method"], int(r["depth"]), float(r["lr"])) in waiting
+                   for r in study.runs)
     partial = tmp_path / FOLDERS["depthbench"]
     partial.mkdir()
-    for name in ("study.json", "results.csv", "runs.csv"):
+    for name in ("study.json", "results.csv", "runs.csv", "tuning.json"):
         shutil.copy(RESULTS / FOLDERS["depthbench"] / name, partial / name)
     runs = (partial / "runs.csv").read_text(encoding="utf-8").splitlines()
     fields = runs[1].split(",")
@@ -223,7 +227,8 @@ def test_a_grid_tuned_study_reports_its_ties_extensions_and_edges_from_its_tunin
     study = Study("depthbench", rows, design, [], None, {"seeds": [0, 1, 2], "cells": cells})
     block = render_block("depthbench-rates", {"depthbench": study})
     assert "| layerscale | 0.003 | 0.0001 |" in block
-    assert "outward (×3 or ÷3), at most 1 time. 2 of the 4 cells chose the shared rate." in block
+    assert ("a cell whose best mean is at an edge of the grid adds one rate outward (×3 or ÷3) before the tie rule "
+            "chooses, at most 1 time. 2 of the 4 cells chose the shared rate.") in block
     assert ("- Ties: prenorm at 4 blocks (0.0003, 0.001: 0.001 taken); prenorm at 32 blocks (0.001, 0.003: 0.001 "
             "taken).") in block
     assert "- Extended: layerscale at 4 blocks (added 0.009; settled at 0.003)." in block
@@ -249,3 +254,37 @@ def test_each_study_section_carries_its_stability_tables_from_its_stability_csv(
         stability = [_StabilityRow(r) for r in rows]
         found = INTERVAL.findall(block)
         assert found and all(any(_matches(f, r) for r in stability) for f in found)
+
+
+def test_a_pending_grid_extension_is_named_and_its_runs_are_the_only_pending_ones_the_page_accepts(tmp_path):
+    """Issue 60: a cell whose best mean is at an edge waits for its extension; the page says so, keeps the cell's
+    provisional rate, and accepts those pending runs (no other)."""
+    import json
+    import shutil
+
+    from evidence.results_page import Study, render_block
+    from layerscale.study.report.results_table import ResultRow
+
+    design = {"methods": ["prenorm"], "depths": [32], "lrs": [1e-3, 3e-3], "reference": "prenorm",
+              "tuning": "grid", "extend_grid": 1}
+    cells = [{"method": "prenorm", "depth": 32, "chosen_lr": 1e-3, "best_lr": 3e-3, "tied_lrs": [1e-3, 3e-3],
+              "rates": [1e-3, 3e-3, 9e-3], "extended_with": [], "extension_pending": [9e-3]}]
+    rows = [ResultRow({"table": "tuned", "method": "prenorm", "depth": "32", "lr": "0.001",
+                       "metric": "test accuracy (%)"})]
+    study = Study("depthbench", rows, design, [], None, {"seeds": [0, 1, 2], "cells": cells})
+    block = render_block("depthbench-rates", {"depthbench": study})
+    assert ("- Extension pending (runs not yet trained; the tables keep the rate chosen before it): prenorm at "
+            "depth 32 (best mean at 0.003, the largest tried; 0.009 to run; until then the cell reads the tie "
+            "rule's choice among the rates that ran, 0.001).") in block
+    assert "whatever the tie rule took): none." in block
+    folder = tmp_path / FOLDERS["depthbench"]
+    folder.mkdir()
+    for name in ("study.json", "results.csv"):
+        shutil.copy(RESULTS / FOLDERS["depthbench"] / name, folder / name)
+    header = "run_id,kind,method,depth,lr,seed,status,wall_time_s"
+    (folder / "runs.csv").write_text(f"{header}\na,final,prenorm,32,0.001,0,finished,60\n"
+                                     "b,final,prenorm,32,0.009,0,pending,\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="1 run\\(s\\) pending"):
+        load_study(tmp_path, "depthbench")  # no tuning.json: nothing says the run is an extension
+    (folder / "tuning.json").write_text(json.dumps({"seeds": [0], "cells": cells}), encoding="utf-8")
+    assert len(load_study(tmp_path, "depthbench").runs) == 2

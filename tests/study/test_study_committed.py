@@ -91,3 +91,22 @@ def test_the_source_checkouts_results_are_found_from_any_folder(tmp_path, monkey
 
     monkeypatch.chdir(tmp_path)
     assert results_root() == Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def test_a_redo_whose_only_pending_runs_are_a_grid_extension_still_supersedes(tmp_path):
+    """Issue 60: the corrected edge rule leaves a complete redo with a pending grid extension (``tuning.json``:
+    ``extension_pending``); its cells keep their provisional rates and the redo still supersedes the original."""
+    import json
+
+    row = dict(table="tuned", method="layerscale", depth_from="", depth="32", metric="test accuracy (%)",
+               diff_mean="1.9", diff_ci_low="1.1", diff_ci_high="2.7", diff_n="3", family="primary",
+               p_raw="0.01", p_adj="0.02", verdict="better")
+    _study(tmp_path, "bench", [row], {})
+    _study(tmp_path, "bench-grid", [row], {"primary_declared": True})
+    runs = tmp_path / "bench-grid" / "runs.csv"
+    runs.write_text("run_id,method,depth,lr,status\na,layerscale,32,0.003,finished\n"
+                    "b,layerscale,32,0.009,pending\n")
+    assert "redo in progress" in primary_verdict_lines(tmp_path)[0]
+    (tmp_path / "bench-grid" / "tuning.json").write_text(json.dumps({"cells": [
+        {"method": "layerscale", "depth": 32, "extension_pending": [0.009]}]}))
+    assert primary_verdict_lines(tmp_path)[0].startswith("- bench: superseded by its redo, bench-grid")

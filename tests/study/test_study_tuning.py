@@ -4,7 +4,8 @@ import pytest
 
 from layerscale.study.design.grid import StudySpec
 from layerscale.study.run.rate_search import tune_study
-from layerscale.study.run.tuning import choose_rate, extension_rate, rung_steps, run_score, select
+from layerscale.study.run.tuning import (choose_rate, extension_for_best, extension_rate, rung_steps, run_score,
+                                         select)
 from study_helpers import TINY_BASE, write_fake_run
 
 
@@ -171,3 +172,99 @@ def test_grid_mode_chooses_by_full_budget_validation_of_the_final_seeds(tmp_path
     assert out.chosen == {("prenorm", 2): 1e-3} and out.tune_runs == []
     finals = spec.final_runs(tmp_path, out.chosen, every_rate=out.rates)
     assert {(r.lr, r.seed) for r in finals} == {(lr, s) for lr in (1e-3, 3e-3) for s in (0, 1, 2)}
+
+
+# ---- issue 60: the extension reads the best mean, and the tie rule chooses only after it --------------------------
+
+def _grid_pool(val_of, trained):
+    """A grid-mode pool: each final run 'trains' to the validation accuracy ``val_of(lr, seed)``."""
+    def pool(runs, desc):
+        for r in runs:
+            trained.append((r.lr, r.seed))
+            write_fake_run(r.run_dir, [val_of(r.lr, r.seed)] * 10, [1.0] * 10, status="finished", step=100,
+                           test_accuracy=0.5)
+        return []
+    return pool
+
+
+# the best mean at 3e-3 (the top edge) by 0.001, tied with the shared 1e-3 by the one-standard-error rule
+EDGE_TIE = {3e-4: (0.80, 0.81, 0.79), 1e-3: (0.870, 0.880, 0.872), 3e-3: (0.875, 0.874, 0.876)}
+
+
+def test_a_best_mean_at_an_edge_is_extended_though_the_tie_rule_would_choose_inside(tmp_path):
+    """Planted grid: the tie rule alone takes 1e-3 (inside), but the best mean is 3e-3, the largest rate: the study
+    adds 9e-3 first, and only then does the tie rule choose, among all four rates."""
+    choice = choose_rate(EDGE_TIE, shared_lr=1e-3, order=(3e-4, 1e-3, 3e-3))
+    assert choice.best == 3e-3 and choice.lr == 1e-3 and choice.is_tie  # what used to stop the extension
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(3e-4, 1e-3, 3e-3), tuning="grid",
+                     extend_grid=1)
+    scores = {**EDGE_TIE, 9e-3: (0.890, 0.892, 0.891)}
+    trained = []
+    out = tune_study(spec, tmp_path, 100, True, _grid_pool(lambda lr, s: scores[lr][s], trained))
+    assert {lr for lr, _ in trained} == {3e-4, 1e-3, 3e-3, 9e-3}
+    assert sorted(s for lr, s in trained if lr == 9e-3) == [0, 1, 2]  # the cell's own seeds
+    assert out.extended[("prenorm", 2)] == (9e-3,) and not out.pending
+    assert out.chosen[("prenorm", 2)] == 9e-3  # the tie rule, after the extension, over every rate tried
+
+
+def test_a_best_mean_inside_the_grid_is_not_extended(tmp_path):
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(3e-4, 1e-3, 3e-3), tuning="grid",
+                     extend_grid=1)
+    inside = {3e-4: (0.80, 0.81, 0.79), 1e-3: (0.880, 0.882, 0.881), 3e-3: (0.875, 0.874, 0.876)}
+    trained = []
+    out = tune_study(spec, tmp_path, 100, True, _grid_pool(lambda lr, s: inside[lr][s], trained))
+    assert {lr for lr, _ in trained} == {3e-4, 1e-3, 3e-3}
+    assert out.extended[("prenorm", 2)] == () and out.chosen[("prenorm", 2)] == 1e-3
+
+
+def test_a_best_mean_shared_by_every_rate_is_at_no_edge():
+    at_chance = {3e-4: (0.1, 0.1), 1e-3: (0.1, 0.1), 3e-3: (0.1, 0.1)}
+    choice = choose_rate(at_chance, shared_lr=1e-3, order=(3e-4, 1e-3, 3e-3))
+    assert extension_for_best(at_chance, (3e-4, 1e-3, 3e-3), choice) is None
+    failed = {1e-3: (-math.inf,), 3e-3: (-math.inf,)}
+    assert extension_for_best(failed, (1e-3, 3e-3), choose_rate(failed, shared_lr=1e-3)) is None
+    assert extension_for_best(EDGE_TIE, (3e-4, 1e-3, 3e-3), choose_rate(EDGE_TIE, 1e-3)) == 9e-3
+
+
+def test_a_pending_extension_keeps_the_grid_choice_provisional_and_says_so(tmp_path, capsys):
+    """The extension's runs have not run (report only): under --tuning grid the cell keeps the tie rule's choice
+    among the rates that ran, ``tuning.json`` lists the pending rate, the tables say so, and --dry-run lists the
+    extension's runs."""
+    import json
+
+    from layerscale.study.report.summary import extension_pending_sentence, grid_edge_sentence
+    from layerscale.study.run.executors.dry_run import describe_plan
+    from layerscale.study.run.executors.options import ExecutorOptions
+
+    spec = StudySpec(("prenorm",), (2,), (0, 1, 2), TINY_BASE, lrs=(3e-4, 1e-3, 3e-3), tuning="grid",
+                     extend_grid=1)
+    trained = []
+    grid_only = _grid_pool(lambda lr, s: EDGE_TIE[lr][s], trained)
+    tune_study(spec, tmp_path, 100, True, lambda runs, desc: grid_only([r for r in runs if r.lr != 9e-3], desc))
+    out = tune_study(spec, tmp_path, 100, True, lambda runs, desc: [])  # --report-only
+    cell = ("prenorm", 2)
+    assert out.pending == {cell: (9e-3,)} and out.extended[cell] == ()
+    assert out.chosen[cell] == 1e-3 and out.choices[cell].best == 3e-3  # provisional: the tie rule's choice so far
+    assert 9e-3 in out.rates[cell]  # its final runs are listed (pending) in runs.csv
+    record = json.loads((tmp_path / "tuning.json").read_text())["cells"][0]
+    assert record["extension_pending"] == [9e-3] and record["extended_with"] == []
+    sentence = extension_pending_sentence(out)
+    assert "prenorm at depth 2 (best mean at 0.003, the largest tried; 0.009 to run" in sentence
+    assert "the tie rule's choice among the rates that ran, 0.001" in sentence
+    assert grid_edge_sentence(spec, out) is None  # no longer "still at an edge": the extension is planned
+    text = describe_plan(spec, tmp_path, 100, "fake data", ExecutorOptions(), jobs=1, threads=1)
+    assert "prenorm at depth 2 adds 0.009: 3 run(s)" in text
+    assert sum("prenorm-d2-lr0.009-s" in line and "to run" in line for line in text.splitlines()) == 3
+
+
+def test_a_pending_extension_under_halving_leaves_the_cell_unchosen(tmp_path):
+    spec = StudySpec(("prenorm",), (2,), (0,), TINY_BASE, lrs=(3e-4, 1e-3), tune_seeds=1, extend_grid=1)
+
+    def pool(runs, desc):
+        for r in runs:
+            if r.lr != 3e-3:
+                write_fake_run(r.run_dir, [0.5 if r.lr == 3e-4 else 0.6] * (r.stop_at_step // 10),
+                               [1.0] * (r.stop_at_step // 10), status="paused", step=r.stop_at_step)
+        return []
+    out = tune_study(spec, tmp_path, 100, True, pool)
+    assert out.pending == {("prenorm", 2): (3e-3,)} and out.chosen[("prenorm", 2)] is None

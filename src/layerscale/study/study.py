@@ -80,7 +80,9 @@ def summarize(spec: StudySpec, plan: StudyPlan, results: list[RunResult], finals
     cells = cell_results(spec, results, chosen, plan.params, plan.metric)
     cells, contrasts = assign_families(spec, cells, depth_contrasts(spec, cells))
     cells = with_bootstrap(spec, cells, finals, plan.metric, chosen)
-    stability = stability_rows(spec, results, cells, tuning.rates, plan.metric)
+    ran = {cell: tuple(lr for lr in rates if lr not in tuning.pending.get(cell, ()))  # a pending extension: not tried
+           for cell, rates in tuning.rates.items()}
+    stability = stability_rows(spec, results, cells, ran, plan.metric)
     pending = sum(1 for r in results if r.kind == "final" and r.status not in ("finished", "diverged"))
     markdown = study_markdown(spec, cells, plan.metric, study_cost(spec, results, chosen), plan.total_steps, pending,
                               contrasts, tuning, stability)

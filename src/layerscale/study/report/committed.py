@@ -57,12 +57,33 @@ def _exploratory_only(study_dir: Path) -> bool:
     return isinstance(design, dict) and design.get("exploratory_only") is True
 
 
+def _extension_pending(study_dir: Path) -> set[tuple[str, str, float]]:
+    """(method, depth, rate) of the grid extensions ``tuning.json`` records as pending (issue 60)."""
+    import json
+
+    try:
+        tuning = json.loads((study_dir / "tuning.json").read_text(encoding="utf-8"))
+        return {(str(c["method"]), str(c["depth"]), float(lr)) for c in tuning.get("cells") or []
+                for lr in c.get("extension_pending") or []}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return set()
+
+
 def _complete_redo(study_dir: Path) -> Path | None:
-    """The folder of ``study_dir``'s redo when it has finished every run (its ``runs.csv`` holds no pending run),
-    else ``None``."""
+    """The folder of ``study_dir``'s redo when it has finished every run (its ``runs.csv`` holds no pending run but
+    those of a pending grid extension, whose cells keep their provisional rates), else ``None``."""
     redo = study_dir.with_name(study_dir.name + REDO_SUFFIX)
     runs = read_rows(redo / "runs.csv")
-    return redo if (redo / "study.json").is_file() and runs and all(r["status"] != "pending" for r in runs) else None
+    waiting = _extension_pending(redo)
+
+    def ended(row: dict) -> bool:
+        if row["status"] != "pending":
+            return True
+        try:
+            return (row["method"], row["depth"], float(row["lr"])) in waiting
+        except (KeyError, TypeError, ValueError):
+            return False
+    return redo if (redo / "study.json").is_file() and runs and all(ended(r) for r in runs) else None
 
 
 def primary_verdict_lines(root: Path | None = None) -> list[str]:

@@ -20,7 +20,8 @@ from .results import CellResult, Metric, RunResult
 from .stability_table import stability_lines
 from .verdicts import PRIMARY, primary_key, verdict
 
-__all__ = ["Cost", "study_cost", "format_interval", "grid_edge_sentence", "multiplicity_sentence",
+__all__ = ["Cost", "study_cost", "format_interval", "grid_edge_sentence", "extension_pending_sentence",
+           "multiplicity_sentence",
            "plain_paragraph", "primary_lines", "study_markdown", "summary_sentences"]
 
 
@@ -176,18 +177,42 @@ def tuning_lines(spec: StudySpec, tuning, cells: list[CellResult]) -> list[str]:
     lines = ["## Learning-rate choice", "",
              f"Each cell's rate: {how}; rates within one standard error of the best (paired by seed) are a tie, "
              f"resolved toward the shared rate {format_lr(spec.shared_lr)}. Grid: "
-             f"{', '.join(format_lr(lr) for lr in spec.lrs)}; a cell choosing an edge adds one rate outward (×3 or "
-             f"÷3), at most {spec.extend_grid} time(s). The test split plays no part.", ""]
+             f"{', '.join(format_lr(lr) for lr in spec.lrs)}; a cell whose best mean is at an edge adds one rate "
+             f"outward (×3 or ÷3) before the tie rule chooses, at most {spec.extend_grid} time(s). The test split "
+             "plays no part.", ""]
     ties = [f"{m} at depth {d} ({', '.join(format_lr(lr) for lr in c.tied)}: {format_lr(c.lr)} taken)"
             for (m, d), c in tuning.choices.items() if c.is_tie]
     lines.append("- Ties: " + ("; ".join(ties) if ties else "none") + ".")
     extended = [f"{m} at depth {d} (added {', '.join(format_lr(lr) for lr in added)}; settled at "
                 f"{format_lr(tuning.chosen[(m, d)])})" for (m, d), added in tuning.extended.items() if added]
     lines.append("- Extended: " + ("; ".join(extended) if extended else "none") + ".")
+    pending = extension_pending_sentence(tuning)
+    if pending:
+        lines.append("- " + pending)
     edge = grid_edge_sentence(spec, tuning)
     if edge:
         lines.append("- " + edge)
     return lines + [""]
+
+
+def extension_pending_sentence(tuning) -> str | None:
+    """The cells whose grid extension (their best mean at an edge) has not ended: the rate to add and what the tables
+    read until it has. ``None``: none."""
+    pending = getattr(tuning, "pending", None) or {}
+    cells = []
+    for (m, d), added in pending.items():
+        choice = tuning.choices.get((m, d))
+        tried = [lr for lr in tuning.rates.get((m, d), ()) if lr not in added]
+        side = ("largest" if choice.best == max(tried) else "smallest") if choice and tried else None
+        reads = (f"until they end, the tables read the tie rule's choice among the rates that ran, "
+                 f"{format_lr(choice.lr)}" if choice and tuning.chosen.get((m, d)) is not None
+                 else "no rate is chosen until they end")
+        cells.append(f"{m} at depth {d} (" + (f"best mean at {format_lr(choice.best)}, the {side} tried; " if side
+                                              else "") + f"{', '.join(format_lr(lr) for lr in added)} to run; {reads})")
+    if not cells:
+        return None
+    return ("Extension pending (the best mean at an edge of the rates tried; the added rate's runs have not all "
+            "ended): " + "; ".join(cells) + ".")
 
 
 def grid_edge_sentence(spec: StudySpec, tuning) -> str | None:
@@ -239,7 +264,12 @@ def study_markdown(spec: StudySpec, cells: list[CellResult], metric: Metric, cos
     lines = [f"# {kind}: {', '.join(spec.methods)} at depths {', '.join(map(str, spec.depths))}", "",
              plain_paragraph(spec, cells, metric), ""]
     if pending:
-        lines += [f"**Partial results: {pending} final run(s) not finished yet.** Cells show what has finished.", ""]
+        waiting = (sum(len(added) * len(spec.seeds_for(m, d)) for (m, d), added in tuning.pending.items())
+                   if spec.tuning == "grid" and getattr(tuning, "pending", None) else 0)
+        why = (f" ({min(waiting, pending)} of them the grid extension of cells whose best mean is at an edge; "
+               "\"Learning-rate choice\" below)" if waiting else "")
+        lines += [f"**Partial results: {pending} final run(s) not finished yet{why}.** Cells show what has finished.",
+                  ""]
     extra = len(spec.all_seeds) - seeds
     over = f"{seeds} seed(s)" + (f" ({len(spec.all_seeds)} in the primary family's cells)" if extra > 0 else "")
     lines += [f"Metric: {metric.name} on the test split, read once per run when it ends; mean over {over} "

@@ -1,9 +1,13 @@
 """Choosing every cell's learning rate: the two modes of :mod:`layerscale.study.run.tuning` run over the whole grid at
-once (rung by rung, so all cells' runs share the process pool), with the grid extension at the edges, and the
-record of it all in ``tuning.json``.
+once (rung by rung, so all cells' runs share the process pool), with the grid extension where a cell's best mean is
+at an edge, and the record of it all in ``tuning.json``.
 
 Only the validation split is read here. With ``report_only`` the pool trains nothing and every choice is rebuilt
-from the run folders as they are (a cell whose runs are unfinished has no choice yet: ``None``).
+from the run folders as they are (a cell whose runs are unfinished has no choice yet: ``None``). A cell whose grid
+extension has not ended (``TuningOutcome.pending``) keeps, under ``--tuning grid``, the tie rule's choice among the
+rates that ran, marked provisional: its final runs are the grid's own, which no choice changes, and the tables say
+the extension is pending. Under successive halving it has no choice until the extension ends (its final runs
+would be trained at the rate chosen).
 """
 
 from __future__ import annotations
@@ -14,11 +18,11 @@ from pathlib import Path
 from ...atomic_io import write_json_atomic
 from .executor import RunFailure, is_done
 from ..design.grid import RunSpec, StudySpec, format_lr
-from .tuning import (RateChoice, RungResult, choose_rate, extension_rate, mean_score, rung_steps, run_score,
+from .tuning import (RateChoice, RungResult, choose_rate, extension_for_best, mean_score, rung_steps, run_score,
                      select)
 from .worker import read_status
 
-__all__ = ["TUNING_FILE", "TuningOutcome", "tune_study"]
+__all__ = ["TUNING_FILE", "TuningOutcome", "tune_study", "search_rates"]
 
 TUNING_FILE = "tuning.json"
 
@@ -34,6 +38,8 @@ class TuningOutcome:
     choices: dict[Cell, RateChoice] = field(default_factory=dict)
     rates: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
     extended: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
+    #: extension rates whose runs have not all ended (in ``rates`` too): the cell's choice is provisional
+    pending: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
     rungs: dict[Cell, list[RungResult]] = field(default_factory=dict)
     tune_runs: list[RunSpec] = field(default_factory=list)
     failures: list[RunFailure] = field(default_factory=list)
@@ -114,6 +120,9 @@ class _Search:
 
     # ------------------------------------------------------------------------------------------------ choice
     def choose_and_extend(self, decided: dict) -> None:
+        """Extend every cell whose **best mean** is at an edge of its rates (issue 60: never the tie rule's
+        choice, which a tie toward the shared rate can pull inward), then let the tie rule choose among every rate
+        the cell tried, up to ``extend_grid`` times."""
         spec = self.spec
         for cell, (_, per_seed) in decided.items():
             self._choose(cell, per_seed)
@@ -121,22 +130,25 @@ class _Search:
             wanted = {}
             for cell, (step, per_seed) in decided.items():
                 choice = self.out.choices.get(cell)
-                new = extension_rate(self.out.rates[cell], choice.lr) if choice else None
+                new = extension_for_best(per_seed, self.out.rates[cell], choice) if choice else None
                 if new is not None:
                     wanted[(cell, new)] = self.runs_for(cell, new, step)
             if not wanted:
                 break
-            self.train(wanted, f"grid extension {round_index + 1} ({len(wanted)} cell(s) chose an edge)")
+            self.train(wanted, f"grid extension {round_index + 1} ({len(wanted)} cell(s) with the best mean at an "
+                               "edge)")
             for (cell, new), runs in wanted.items():
                 step, per_seed = decided[cell]
                 scores = self.scores(runs, step)
                 self.out.rates[cell] = tuple(sorted((*self.out.rates[cell], new)))
-                self.out.extended[cell] = (*self.out.extended[cell], new)
-                if scores is None:  # the extension has not finished: no choice yet
-                    self.out.choices.pop(cell, None)
-                    self.out.chosen[cell] = None
-                    decided = {c: v for c, v in decided.items() if c != cell}
+                decided = {c: v for c, v in decided.items() if c != cell} if scores is None else decided
+                if scores is None:  # the extension has not ended: the choice waits for it
+                    self.out.pending[cell] = (*self.out.pending.get(cell, ()), new)
+                    if spec.tuning != "grid":  # the final runs would be trained at the rate chosen
+                        self.out.choices.pop(cell, None)
+                        self.out.chosen[cell] = None
                     continue
+                self.out.extended[cell] = (*self.out.extended[cell], new)
                 per_seed[new] = scores
                 self._choose(cell, per_seed)
 
@@ -162,12 +174,20 @@ def tune_study(spec: StudySpec, study_dir: Path, total_steps: int, higher_is_bet
     if not spec.tuned:
         rate = spec.lrs[0] if len(spec.lrs) == 1 else spec.shared_lr
         return TuningOutcome(chosen={cell: rate for cell in spec.cells()})
+    out = search_rates(spec, study_dir, total_steps, higher_is_better, pool)
+    write_json_atomic(study_dir / TUNING_FILE, _tuning_record(spec, out, higher_is_better))
+    return out
+
+
+def search_rates(spec: StudySpec, study_dir: Path, total_steps: int, higher_is_better: bool, pool) -> TuningOutcome:
+    """The rate search of a tuned study (the modes, then the grid extension), writing nothing itself. With a pool
+    that trains nothing (``lambda runs, desc: []``) it reads the run folders as they are: what ``--dry-run`` lists
+    as the extension runs the scores so far ask for (``TuningOutcome.pending``)."""
     search = _Search(spec, study_dir, total_steps, higher_is_better, pool)
     decided = search.grid() if spec.tuning == "grid" else search.halving()
     search.choose_and_extend(decided)
     out = search.out
     out.tune_runs = list(search._tune_runs.values())
-    write_json_atomic(study_dir / TUNING_FILE, _tuning_record(spec, out, higher_is_better))
     return out
 
 
@@ -180,6 +200,8 @@ def _tuning_record(spec: StudySpec, out: TuningOutcome, higher_is_better: bool) 
             "best_lr": choice.best if choice else None,
             "tied_lrs": list(choice.tied) if choice and choice.is_tie else [],
             "rates": list(out.rates[(m, d)]), "extended_with": list(out.extended[(m, d)]),
+            # only while an extension waits for its runs, so that every earlier record reads back byte-identically
+            **({"extension_pending": list(out.pending[(m, d)])} if out.pending.get((m, d)) else {}),
             "rungs": [{"rung": r.rung, "step": r.step, "kept": list(r.kept),
                        "scores": {format_lr(lr): _finite(s) for lr, s in r.scores.items()},
                        "per_seed": {format_lr(lr): [_finite(v) for v in vs] for lr, vs in r.per_seed.items()}}

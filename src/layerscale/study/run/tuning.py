@@ -25,8 +25,12 @@ Statistical Learning*, 2nd ed., §7.10). With one seed only exactly equal scores
 nearest the shared rate (on a log scale) is chosen, so a tie never moves a cell away from what an untuned user
 gets; the tie is reported as such, not as "the rate it did best with".
 
-**Grid extension**: when a cell's choice is the smallest or the largest rate it has, the study adds the rate one
-step further (``÷3`` or ``×3``), scores it the same way, and chooses again, at most ``extend_grid`` times per cell.
+**Grid extension** (:func:`extension_for_best`): when a cell's **best mean** is at the smallest or the largest rate it
+has, the study adds the rate one step further (``÷3`` or ``×3``), scores it the same way, and chooses again, at most
+``extend_grid`` times per cell. The extension reads the best mean, never the tie rule's choice: a tie resolved
+toward the shared rate can pull the choice inward from an edge whose rate did best, and the better rate may lie
+beyond it (issue 60). Only once the extension has run does the tie rule choose among every rate tried. A best mean
+shared with another rate (a method at chance at every rate) or one where every rate failed is at no edge.
 
 The score of a run at a step is its last validation evaluation at or before that step: accuracy (higher is better)
 for classifiers, loss for language models (lower is better). A run that diverged, or has no evaluation, scores
@@ -42,7 +46,7 @@ from pathlib import Path
 from ...train.records.metrics_log import METRICS_FILE, read_metrics
 
 __all__ = ["rung_steps", "run_score", "select", "RungResult", "RateChoice", "choose_rate", "EXTENSION_FACTOR",
-           "extension_rate", "mean_score"]
+           "extension_rate", "extension_for_best", "mean_score"]
 
 #: the step of a grid extension: one rate ×3 above the largest or ÷3 below the smallest
 EXTENSION_FACTOR = 3.0
@@ -152,6 +156,17 @@ def extension_rate(rates: tuple[float, ...], chosen: float) -> float | None:
     if chosen == min(rates):
         return float(f"{chosen / EXTENSION_FACTOR:.6g}")
     return None
+
+
+def extension_for_best(per_seed: dict[float, tuple[float, ...]], rates: tuple[float, ...], choice: RateChoice) \
+        -> float | None:
+    """The rate to add when the cell's **best mean** (``choice.best``, whatever the tie rule took) is the smallest or
+    the largest of ``rates``; ``None`` when it is inside them, when every rate failed, or when another rate has the
+    very same mean (no edge holds the best alone)."""
+    best = mean_score(per_seed[choice.best])
+    if best == -math.inf or any(lr != choice.best and mean_score(v) == best for lr, v in per_seed.items()):
+        return None
+    return extension_rate(rates, choice.best)
 
 
 def select(scores: dict[float, float], order: tuple[float, ...], keep: int) -> tuple[float, ...]:

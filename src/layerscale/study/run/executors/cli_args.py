@@ -54,7 +54,7 @@ def dry_run(spec, study_dir: Path, options: ExecutorOptions, jobs: int | None, t
     jobs, threads = resolve_parallelism(jobs, threads)
     plan = plan_study(spec, Path(study_dir))
     return describe_plan(spec, Path(study_dir), plan.total_steps, plan.data_description, options, jobs=jobs,
-                         threads=threads)
+                         threads=threads, higher_is_better=plan.metric.higher_is_better)
 
 
 def shard(text: str) -> tuple[int, int]:

@@ -3,7 +3,9 @@ without submitting or writing anything.
 
 What can be known before any run trains is listed run by run: tuning rung 0 (every learning rate of every cell,
 to the first rung's step) and the final runs at the shared rate (or, untuned, every final run). The later rungs
-and the final runs at each cell's tuned rate depend on the tuning scores, so they are counted, not listed.
+and the final runs at each cell's tuned rate depend on the tuning scores, so they are counted, not listed. Under
+``--tuning grid`` the grid extensions that the finished runs already ask for (a cell whose best mean is at an edge
+of its rates: :func:`layerscale.study.run.tuning.extension_for_best`) are listed run by run as well.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _executor_lines(options: ExecutorOptions, study_dir: Path, example, jobs: in
 
 
 def describe_plan(spec: StudySpec, study_dir: Path, total_steps: int, data_description: str,
-                  options: ExecutorOptions, *, jobs: int, threads: int) -> str:
+                  options: ExecutorOptions, *, jobs: int, threads: int, higher_is_better: bool = True) -> str:
     """The dry-run text: the runs known before training, and the executor's submission for each."""
     study_dir = Path(study_dir)
     lines = [f"dry run of the study in {study_dir}: nothing is submitted or written",
@@ -69,8 +71,21 @@ def describe_plan(spec: StudySpec, study_dir: Path, total_steps: int, data_descr
                      f"{len(finals)} run(s) (the cell's rate is chosen by their validation scores)")
         lines += [f"  final  {r.run_id:<36} {'done' if is_done(r) else 'to run'}  {r.run_dir}" for r in finals]
         if spec.extend_grid:
-            lines.append(f"a cell that chooses an edge rate adds one more rate outward (at most {spec.extend_grid} "
-                         "time(s)): which cells depends on the scores")
+            from ..rate_search import search_rates
+
+            lines.append(f"a cell whose best mean is at an edge of its rates adds one more rate outward before the "
+                         f"tie rule chooses (at most {spec.extend_grid} time(s)): which cells depends on the scores")
+            outcome = search_rates(spec, study_dir, total_steps, higher_is_better, lambda runs, desc: [])
+            extension = [spec.run(study_dir, m, d, lr, seed, "final") for (m, d), added in outcome.pending.items()
+                         for lr in added for seed in spec.seeds_for(m, d)]
+            if extension:
+                lines.append("grid extension the finished runs ask for (best mean at an edge): "
+                             + "; ".join(f"{m} at depth {d} adds {', '.join(format_lr(lr) for lr in added)}"
+                                         for (m, d), added in outcome.pending.items())
+                             + f": {len(extension)} run(s)")
+                lines += [f"  final  {r.run_id:<36} {'done' if is_done(r) else 'to run'}  {r.run_dir}"
+                          for r in extension]
+                finals = [*finals, *extension]
         rungs = [total_steps]
     elif rungs:
         tune = [spec.run(study_dir, m, d, lr, seed, "tune", stop_at_step=rungs[0])
