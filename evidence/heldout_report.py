@@ -6,6 +6,15 @@ The held-out comparison is one pre-registered comparison — the study's primary
 on data the study did not use — so its verdict uses its raw p-value, with no multiplicity adjustment
 (:func:`layerscale.study.report.verdicts.verdict`), and is read against the study's Holm-adjusted verdict of the same cell
 as the redo designs' addenda of 2026-12-01 17:10 UTC say (:func:`reading`).
+
+**Equal rates** (issue 60; each redo's DESIGN.md addendum of 2026-12-06): the pre-registered comparison pits each
+method at its own chosen rate, so a difference there may be partly the rate's. A check whose ``check.json`` lists
+``equal_rates`` (each a rate both methods run at: the reference's chosen rate and the compared method's) also
+compares the two methods at each of those rates, seed by seed (:func:`equal_rate_comparisons`), beside the
+pre-registered reading and read by the same rule. An equal-rate comparison whose rates are the chosen ones (both
+methods chose the same rate) is the pre-registered comparison itself: it says so and is counted once. The others
+form a family of their own, adjusted by Holm (two comparisons when the methods chose different rates); the
+pre-registered comparison's verdict is unchanged.
 """
 
 from __future__ import annotations
@@ -21,8 +30,8 @@ from layerscale.study.report.results import Metric
 from layerscale.study.report.results_table import row_interval
 from layerscale.study.report.verdicts import verdict as verdict_of
 
-__all__ = ["CHECK_FILE", "RUN_FIELDS", "RESULT_FIELDS", "read_runs", "heldout_comparison", "result_rows", "reading",
-           "report_text", "sections", "heldout_sections", "write_report"]
+__all__ = ["CHECK_FILE", "RUN_FIELDS", "RESULT_FIELDS", "read_runs", "heldout_comparison", "equal_rate_comparisons",
+           "result_rows", "reading", "report_text", "sections", "equal_rate_lines", "heldout_sections", "write_report"]
 
 CHECK_FILE = "check.json"
 RUN_FIELDS = ["method", "lr", "seed", "status", "val", "test", "train_s", "steps"]
@@ -42,19 +51,57 @@ def read_runs(path: Path) -> list[dict]:
              "steps": None if r["steps"] == "" else int(r["steps"])} for r in read_rows(path)]
 
 
+def _tests(runs: list[dict], method: str, lr: float) -> dict[int, float]:
+    return {r["seed"]: r["test"] for r in runs if r["method"] == method and r["lr"] == lr and r["test"] is not None}
+
+
+def _chosen(check: dict, runs: list[dict]) -> list[dict]:
+    """The runs of the pre-registered comparison: each method at its own chosen rate."""
+    return [r for r in runs if r["lr"] == check["rates"].get(r["method"])]
+
+
 def heldout_comparison(check: dict, runs: list[dict]):
     """Per method the test metric over seeds (mean and t-interval, truncated to the metric's range) and the paired
     difference compared − reference over the seeds both finished, with its raw p-value and verdict (one
-    pre-registered comparison: no adjustment)."""
+    pre-registered comparison: no adjustment), each method at its own chosen rate."""
     metric = Metric.for_language_model(not check["classification"])
-    tests = {m: {r["seed"]: r["test"] for r in runs if r["method"] == m and r["test"] is not None}
-             for m in (check["reference"], check["method"])}
+    tests = {m: _tests(runs, m, check["rates"][m]) for m in (check["reference"], check["method"])}
     cells = {m: within_range(mean_interval([v for _, v in sorted(t.items())]), *metric.value_range)
              for m, t in tests.items()}
     diff = within_range(paired_interval(tests[check["method"]], tests[check["reference"]]), *metric.difference_range)
     p = p_value(diff)
     paired = sorted(set(tests[check["method"]]) & set(tests[check["reference"]]))
     return metric, tests, cells, diff, p, verdict_of(diff, metric.higher_is_better), paired
+
+
+def equal_rate_comparisons(check: dict, runs: list[dict]) -> list[dict]:
+    """The equal-rate design (module docstring): per rate of ``check["equal_rates"]`` the paired difference compared
+    − reference with both methods at that rate; ``same_as_chosen`` where those are the chosen rates (the
+    pre-registered comparison: its raw-p verdict, no family), else Holm over the family of such comparisons. Each
+    entry: ``lr``, ``tests`` (per method), ``diff``, ``paired``, ``p``, ``p_adj``, ``verdict``, ``same_as_chosen``,
+    ``reading`` (against the study's verdict). Empty for a check without the design."""
+    from layerscale.stats.multiplicity import holm
+
+    metric = Metric.for_language_model(not check["classification"])
+    method, reference = check["method"], check["reference"]
+    entries = []
+    for lr in check.get("equal_rates") or []:
+        tests = {m: _tests(runs, m, lr) for m in (reference, method)}
+        diff = within_range(paired_interval(tests[method], tests[reference]), *metric.difference_range)
+        same = check["rates"][method] == lr and check["rates"][reference] == lr
+        entries.append({"lr": lr, "tests": tests, "diff": diff, "p": p_value(diff), "same_as_chosen": same,
+                        "paired": sorted(set(tests[method]) & set(tests[reference]))})
+    family = [e for e in entries if not e["same_as_chosen"]]
+    for entry, p_adj in zip(family, holm([e["p"] for e in family])):
+        entry["p_adj"] = p_adj
+    for entry in entries:
+        entry.setdefault("p_adj", None)
+        entry["adjustment"] = f"holm ({len(family)} equal-rate)" if not entry["same_as_chosen"] else "none"
+        # by the family's Holm p; the pre-registered comparison's runs by its raw p (interval excluding 0)
+        entry["verdict"] = verdict_of(entry["diff"], metric.higher_is_better, entry["p_adj"])
+        entry["reading"] = (reading(entry["verdict"], check["study_row"]["verdict"])
+                            if entry["verdict"] not in ("", "n < 3") else "")
+    return entries
 
 
 def result_rows(check: dict, runs: list[dict]) -> list[dict]:
@@ -81,6 +128,15 @@ def result_rows(check: dict, runs: list[dict]) -> list[dict]:
                  "truncated": s["diff_truncated"], "p_raw": _number(s["p_raw"]), "p_adj": _number(s["p_adj"]),
                  "adjustment": s["adjustment"], "verdict": s["verdict"], "values": s["diff_per_seed"],
                  "bootstrap_low": _number(s["bootstrap_low"]), "bootstrap_high": _number(s["bootstrap_high"])})
+    for e in equal_rate_comparisons(check, runs):
+        diff = e["diff"]
+        rows.append({**comparison, "lr": e["lr"], "reference_lr": e["lr"], "source": "heldout-equal-rate",
+                     "data": check["heldout_data"], "n": len(e["paired"]), "mean": diff.mean if diff else None,
+                     "low": diff.low if diff else None, "high": diff.high if diff else None,
+                     "truncated": diff.truncated if diff else "", "p_raw": e["p"], "p_adj": e["p_adj"],
+                     "adjustment": e["adjustment"] + ("; the pre-registered comparison's runs" if e["same_as_chosen"]
+                                                      else ""), "verdict": e["verdict"],
+                     "values": ";".join(f"{s}:{v!r}" for s, v in zip(e["paired"], diff.values)) if diff else ""})
     return rows
 
 
@@ -127,6 +183,7 @@ def sections(check: dict, runs: list[dict], level: str) -> list[str]:
     method, reference, depth = check["method"], check["reference"], check["depth"]
     s = check["study_row"]
     study_diff = row_interval(s, "diff")
+    every_run, runs = runs, _chosen(check, runs)
     ended = sum(r["status"] != "pending" for r in runs)
     total = len(check["seeds"]) * 2
     budget, corpus = check["budget"], check.get("corpus")
@@ -157,6 +214,7 @@ def sections(check: dict, runs: list[dict], level: str) -> list[str]:
         lines += [f"Held-out verdict: {verdict}; the study's: {s['verdict'] or '—'}. Reading (replicated, "
                   "contradicted or inconclusive, the rule of 2026-12-06; the design's addendum of 2026-12-01 17:10 UTC "
                   f"read two null results as \"held\"): {reading(verdict, s['verdict'])}.", ""]
+    lines += equal_rate_lines(check, every_run, level)
     lines += [f"{level} Per method (held-out)", "",
               f"The test metric on {check['heldout_data']}: mean over seeds with its 95 % t-interval "
               f"({'truncated to [0, 100]' if metric.classification else 'bits per byte'}), each seed's value, and "
@@ -186,6 +244,50 @@ def sections(check: dict, runs: list[dict], level: str) -> list[str]:
               + (f" The corpus: {corpus['files']} files, {corpus['bytes']:,} bytes joined, SHA-256 "
                  f"`{corpus['sha256']}`." if corpus else ""), "", TRUNCATION_NOTE, ""]
     return lines
+
+
+def equal_rate_lines(check: dict, runs: list[dict], level: str) -> list[str]:
+    """The "Both methods at the same rate" section (issue 60), or nothing for a check without the design."""
+    entries = equal_rate_comparisons(check, runs)
+    if not entries:
+        return []
+    metric = Metric.for_language_model(not check["classification"])
+    d = metric.digits
+    method, reference = check["method"], check["reference"]
+    ended = sum(r["status"] != "pending" for r in runs
+                if r["lr"] in check["equal_rates"] and r["method"] in (method, reference))
+    total = len(check["seeds"]) * 2 * len(set(check["equal_rates"]))
+    family = sum(not e["same_as_chosen"] for e in entries)
+    lines = [f"{level} Both methods at the same rate", "",
+             f"The comparison above runs each method at its own chosen rate ({reference} "
+             f"{check['rates'][reference]:g}, {method} {check['rates'][method]:g}), so part of a difference may be "
+             "the rate's. Here both methods run at the reference's chosen rate and both at the compared method's "
+             f"(the design's addendum of 2026-12-06, written before these runs), seeds "
+             f"{', '.join(str(x) for x in check['seeds'])}, paired by seed; {ended} of {total} runs ended. "
+             + (f"The {family} comparison{'s' if family != 1 else ''} not already made above "
+                f"{'form a family' if family != 1 else 'forms a family'} of their own, Holm-adjusted; "
+                if family else "")
+             + "a rate both methods chose is the comparison above, counted once. Each reads against the study's "
+             "verdict by the same rule.", "",
+             "| both at | seeds | difference | p (raw) | p (adjusted) | verdict | reading |",
+             "|---|---|---|---|---|---|---|"]
+    for e in entries:
+        adjusted = ("the comparison above (counted once)" if e["same_as_chosen"]
+                    else f"{format_p(e['p_adj'])} ({e['adjustment']})")
+        lines.append(f"| {e['lr']:g} | {len(e['paired'])} | {format_interval(e['diff'], d, signed=True)} | "
+                     f"{format_p(e['p'])} | {adjusted} | {e['verdict'] or '—'} | "
+                     f"{e['reading'] or 'not complete'} |")
+    lines += ["", "Per method at each rate (test metric, each seed):", "",
+              "| method | rate | test | per seed |", "|---|---|---|---|"]
+    for lr in sorted(set(check["equal_rates"])):
+        for m in (reference, method):
+            mine = sorted((r for r in runs if r["method"] == m and r["lr"] == lr), key=lambda r: r["seed"])
+            values = [r["test"] for r in mine if r["test"] is not None]
+            cell = within_range(mean_interval(values), *metric.value_range) if values else None
+            per_seed = ", ".join(f"{r['seed']}: " + (_value(r["test"], d) if r["test"] is not None else r["status"])
+                                 for r in mine)
+            lines.append(f"| {m} | {lr:g} | {format_interval(cell, d)} | {per_seed or '—'} |")
+    return lines + [""]
 
 
 def _load(out: Path) -> tuple[dict, list[dict]] | None:

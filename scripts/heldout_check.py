@@ -39,6 +39,15 @@ its file count, bytes and SHA-256), ``runs.csv`` (``--collect``), ``results.csv`
 from ``check.json`` and ``runs.csv`` alone, byte-identically, by :mod:`evidence.heldout_report`, which also
 writes the check's block of docs/RESULTS.md). The held-out comparison is one pre-registered comparison: its verdict
 uses its raw p-value, with no multiplicity adjustment.
+
+**Equal rates** (issue 60; each redo's DESIGN.md addendum of 2026-12-06, before any of these runs): the
+pre-registered comparison runs each method at its own chosen rate, so a difference may be partly the rate's. The
+named designs also run both methods at the reference's chosen rate and both at the compared method's
+(``check.json``: ``equal_rates``), each from the study's recorded config of that method at that rate (a grid study
+holds every rate's runs). Only the runs the pre-registered comparison does not already have are new; where both
+methods chose the same rate there are none. A run whose folder is absent (run folders are not committed) but whose
+row in the committed ``runs.csv`` has ended is kept as that record and not trained again. The report puts the
+equal-rate comparisons beside the pre-registered one (:func:`evidence.heldout_report.equal_rate_comparisons`).
 """
 
 from __future__ import annotations
@@ -59,7 +68,7 @@ sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, whatever is insta
 sys.path.insert(0, str(ROOT))  # the evidence pipelines (evidence/, not part of the installed package)
 
 from layerscale.study.run.executors.cli_args import shard  # noqa: E402
-from evidence.heldout_report import CHECK_FILE, RUN_FIELDS, write_report  # noqa: E402
+from evidence.heldout_report import CHECK_FILE, RUN_FIELDS, read_runs, write_report  # noqa: E402
 from layerscale.train.config.config_file import dotted_items  # noqa: E402
 
 SEEDS = (0, 1, 2)
@@ -71,15 +80,15 @@ NO_EARLY_STOP = {"run.patience": 0}
 DIGITS = {"data.name": "digits", "data.path": None, "model.patch_size": 2,  # 8x8 at patch 2: 16 tokens, as 28/7
           **NO_EARLY_STOP}
 DESIGNS = {
-    "depthbench-grid": {"study": "docs/results/depthbench-grid", "depth": 32, "data": DIGITS,
+    "depthbench-grid": {"study": "docs/results/depthbench-grid", "depth": 32, "data": DIGITS, "equal_rates": True,
                         "addendum": "docs/results/depthbench/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
-    "fashion-grid": {"study": "docs/results/fashion-grid", "depth": 48, "data": DIGITS,
+    "fashion-grid": {"study": "docs/results/fashion-grid", "depth": 48, "data": DIGITS, "equal_rates": True,
                      "addendum": "docs/results/fashion/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
     # perl-doc must be installed: without it the pattern can still match a lone perldiag.pod (it does here: one
     # file of 300,178 bytes), which would silently become the held-out corpus
     "lm-grid": {"study": "docs/results/lm-grid", "depth": 96,
                 "data": {"data.path": "/usr/share/perl/5.36/pod/*.pod", **NO_EARLY_STOP},
-                "package": "perl-doc",
+                "package": "perl-doc", "equal_rates": True,
                 "addendum": "docs/results/lm/DESIGN.md, addenda of 2026-12-01 11:45 and 17:10 UTC"},
 }
 #: the study's comparison columns copied into check.json (results.csv of ``layerscale study``)
@@ -110,6 +119,7 @@ class Design:
     budget: str = "steps"
     out: Path | None = None
     package: str | None = None  # the Debian package the held-out data comes from (must be installed)
+    equal_rates: bool = False  # also both methods at each one's chosen rate (issue 60)
 
     def __post_init__(self):
         self.study = Path(self.study)
@@ -139,14 +149,15 @@ class Design:
             raise Refusal(f"--design {path}: not a readable JSON design ({exc})") from None
         base = path.resolve().parent
         unknown = sorted(set(raw) - {"name", "study", "depth", "data", "addendum", "method", "reference", "seeds",
-                                     "budget", "out", "package"})
+                                     "budget", "out", "package", "equal_rates"})
         if unknown:
             raise Refusal(f"--design {path}: unknown key {unknown[0]!r}")
         return cls(name=raw.get("name", path.stem), study=base / raw["study"], depth=int(raw["depth"]),
                    data=dict(raw["data"]), addendum=raw.get("addendum", ""),
                    method=raw.get("method", "layerscale"), reference=raw.get("reference", "prenorm"),
                    seeds=tuple(int(s) for s in raw.get("seeds", SEEDS)), budget=raw.get("budget", "steps"),
-                   out=(base / raw["out"]) if "out" in raw else None, package=raw.get("package"))
+                   out=(base / raw["out"]) if "out" in raw else None, package=raw.get("package"),
+                   equal_rates=bool(raw.get("equal_rates", False)))
 
     @property
     def methods(self) -> tuple[str, str]:
@@ -247,10 +258,10 @@ def _planned_steps(summary: bytes | None, status: bytes | None) -> int | None:
     return None
 
 
-def study_runs(design: Design, rates: dict) -> tuple[dict, int | None]:
-    """The study's recorded config of every (method, seed) at its chosen rate, and the planned step count they
-    share (``None`` when no run records one). :class:`Refusal` for a missing config or disagreeing budgets."""
-    ids = {(m, s): run_name(m, design.depth, rates[m], s) for m in design.methods for s in design.seeds}
+def study_runs(design: Design, wanted: list[tuple[str, float, int]]) -> tuple[dict, int | None]:
+    """The study's recorded config of every (method, rate, seed) in ``wanted``, and the planned step count they share
+    (``None`` when no run records one). :class:`Refusal` for a missing config or disagreeing budgets."""
+    ids = {(m, lr, s): run_name(m, design.depth, lr, s) for m, lr, s in wanted}
     names = [f"{rid}/{f}" for rid in ids.values() for f in ("config.yaml", "summary.json", "study_status.json")]
     files = read_recorded(design.study, names)
     configs, budgets = {}, {}
@@ -258,7 +269,7 @@ def study_runs(design: Design, rates: dict) -> tuple[dict, int | None]:
         text = files[f"{rid}/config.yaml"]
         if text is None:
             raise Refusal(f"{shown_path(design.study)}: no recorded config.yaml of run {rid} (the study's final run "
-                          f"of {key[0]} at its chosen rate, seed {key[1]})")
+                          f"of {key[0]} at rate {key[1]:g}, seed {key[2]})")
         configs[key] = parse_config(text, f"{shown_path(design.study)} run {rid}")
         steps = _planned_steps(files[f"{rid}/summary.json"], files[f"{rid}/study_status.json"])
         if steps is not None:
@@ -369,8 +380,9 @@ def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
     from layerscale.train.loop.budget import planned_total_steps, steps_per_epoch
 
     choice = study_choice(design)
-    studied, budget = study_runs(design, choice["rates"])
-    first = studied[(design.reference, design.seeds[0])]
+    equal = equal_rates(design, choice["rates"])
+    studied, budget = study_runs(design, units(design, choice["rates"], equal))
+    first = studied[(design.reference, choice["rates"][design.reference], design.seeds[0])]
     if all(dotted_items(first).get(k, "<absent>") == v for k, v in design.data.items()):
         raise Refusal(f"the design's data keys {design.data} are the study's own: nothing would be held out")
     if design.budget == "steps" and budget is None:
@@ -382,8 +394,8 @@ def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
     corpus = corpus_record(config.data.path) if data.kind == "text" else None
     per_epoch = steps_per_epoch(len(data.train), config.data.batch_size)
     configs, changes, params = {}, None, {}
-    for (method, seed), raw in studied.items():
-        run_dir = design.run_dir(method, choice["rates"][method], seed)
+    for (method, lr, seed), raw in studied.items():
+        run_dir = design.run_dir(method, lr, seed)
         held = heldout_config(raw, design.data, seed, run_dir,
                               budget_steps=budget if design.budget == "steps" else None, steps_per_epoch=per_epoch)
         diff = changed_keys(raw, held)
@@ -391,21 +403,23 @@ def prepare(design: Design, *, write: bool = True) -> tuple[dict, dict]:
             changes = diff
         elif diff != changes:
             raise Refusal(f"{shown_path(design.study)}: the study's configs of the cell differ beyond method, rate "
-                          f"and seed ({run_name(method, design.depth, choice['rates'][method], seed)})")
-        configs[(method, seed)] = held
+                          f"and seed ({run_name(method, design.depth, lr, seed)})")
+        configs[(method, lr, seed)] = held
         params.setdefault(method, _parameters(held, data))
-    planned = planned_total_steps(_validated(configs[(design.reference, design.seeds[0])]).optim, per_epoch)
+    chosen_first = (design.reference, choice["rates"][design.reference], design.seeds[0])
+    planned = planned_total_steps(_validated(configs[chosen_first]).optim, per_epoch)
     metric = Metric.for_language_model(data.kind == "text")
     check = {"study": design.name, "study_folder": shown_path(design.study), "addendum": design.addendum,
              "method": design.method, "reference": design.reference, "depth": design.depth,
              "seeds": list(design.seeds), "classification": metric.classification, "metric": metric.name,
              "rates": choice["rates"], "study_row": choice["study_row"], "reference_row": choice["reference_row"],
-             "study_data": _data_label(first), "heldout_data": _data_label(configs[(design.reference,
-                                                                                       design.seeds[0])]),
+             "study_data": _data_label(first), "heldout_data": _data_label(configs[chosen_first]),
              "data_description": data.description, "corpus": corpus, "design_keys": design.data, "changes": changes,
              "budget": {"rule": design.budget, "study_steps": budget, "steps_per_epoch": per_epoch,
                         "heldout_steps": planned},
-             "params": {m: params[m] for m in design.methods}}
+             "params": {m: params[m] for m in design.methods},
+             # only in the equal-rate design, so that a check written before it reads back byte-identically
+             **({"equal_rates": equal} if design.equal_rates else {})}
     if write:
         design.out.mkdir(parents=True, exist_ok=True)
         from layerscale.atomic_io import write_text_atomic
@@ -424,19 +438,39 @@ def describe_changes(check: dict) -> list[str]:
 
 # --- training ------------------------------------------------------------------------------------------------------
 
-def units(design: Design) -> list[tuple[str, int]]:
-    """Every held-out run, seed by seed (the reference, then the compared method)."""
-    return [(method, seed) for seed in design.seeds for method in design.methods]
+def equal_rates(design: Design, rates: dict) -> list[float]:
+    """The rates both methods run at in the equal-rate design (each method's chosen rate, once each); ``[]``
+    without it."""
+    return sorted(set(rates.values())) if design.equal_rates else []
 
 
-def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -> None:
+def units(design: Design, rates: dict, equal: list[float] = ()) -> list[tuple[str, float, int]]:
+    """Every held-out run as (method, rate, seed): the pre-registered comparison seed by seed (the reference, then
+    the compared method, each at its chosen rate), then the equal-rate runs it does not already have."""
+    out = [(method, rates[method], seed) for seed in design.seeds for method in design.methods]
+    for lr in equal:
+        out += [(method, lr, seed) for seed in design.seeds for method in design.methods
+                if (method, lr, seed) not in out]
+    return out
+
+
+def recorded_rows(design: Design) -> dict[tuple[str, float, int], dict]:
+    """The committed ``runs.csv`` rows of the check that have ended, keyed (method, rate, seed): the record of a run
+    whose folder is not on this machine (run folders are not committed)."""
+    path = design.out / "runs.csv"
+    if not path.is_file():
+        return {}
+    return {(r["method"], r["lr"], r["seed"]): r for r in read_runs(path) if r["status"] != "pending"}
+
+
+def train_unit(design: Design, raw: dict, method: str, lr: float, seed: int) -> None:
     """One held-out run (:func:`layerscale.study.run.retrain.train_or_resume`): a finished or diverged run is kept, an
     unfinished one resumes from its latest checkpoint when its recorded config is ``raw`` (bitwise the uninterrupted
     run) and is trained again from its start otherwise."""
     from layerscale.study.run.retrain import outcome_text, train_or_resume
     from layerscale.train.state.run_lock import RunDirectoryInUse
 
-    run_dir = design.run_dir(method, check["rates"][method], seed)
+    run_dir = design.run_dir(method, lr, seed)
     started = time.time()
     try:
         outcome = train_or_resume(run_dir, raw)
@@ -450,13 +484,18 @@ def train_unit(design: Design, check: dict, raw: dict, method: str, seed: int) -
 # --- collect (the report: evidence.heldout_report) ----------------------------------------------------------
 
 def run_rows(design: Design, check: dict) -> list[dict]:
-    """One row per held-out run (pending ones included): status, last validation and test metric, seconds, steps."""
+    """One row per held-out run (pending ones included): status, last validation and test metric, seconds, steps;
+    a run whose folder is absent keeps its committed row when that row has ended (:func:`recorded_rows`)."""
     from layerscale.study.run.retrain import run_outcome
 
+    recorded = recorded_rows(design)
     rows = []
-    for method, seed in units(design):
-        lr = check["rates"][method]
-        outcome = run_outcome(design.run_dir(method, lr, seed), check["classification"])
+    for method, lr, seed in units(design, check["rates"], check.get("equal_rates") or []):
+        run_dir = design.run_dir(method, lr, seed)
+        if not run_dir.exists() and (method, lr, seed) in recorded:
+            rows.append(recorded[(method, lr, seed)])
+            continue
+        outcome = run_outcome(run_dir, check["classification"])
         train_s = outcome["train_s"]
         rows.append({"method": method, "lr": lr, "seed": seed, "status": outcome["status"], "val": outcome["val"],
                      "test": outcome["test"], "train_s": None if train_s is None else round(train_s, 1),
@@ -482,7 +521,9 @@ def estimate(design: Design) -> str:
     """The runs, and their time from the study's own runs of the cell (runs.csv ``wall_time_s``): the held-out
     runs have the study's shapes and steps. Works before the study has chosen its rates (it says so)."""
     lines = [f"{design.name}: {design.method} vs {design.reference} at depth {design.depth}, seeds "
-             f"{', '.join(str(s) for s in design.seeds)}: {len(units(design))} runs into {shown_path(design.out)}/runs",
+             f"{', '.join(str(s) for s in design.seeds)}"
+             + (", each method at its chosen rate and both at each one's (equal rates)" if design.equal_rates else "")
+             + f" into {shown_path(design.out)}/runs",
              f"data keys changed: {', '.join(f'{k}={v!r}' for k, v in design.data.items())}; budget rule: "
              f"{design.budget}"]
     try:
@@ -493,16 +534,26 @@ def estimate(design: Design) -> str:
     seconds = []
     from layerscale.study.run.csv_rows import read_rows
 
+    todo = units(design, rates, equal_rates(design, rates)) if rates else None
+    if todo is not None:
+        recorded = recorded_rows(design)
+        new = [u for u in todo if u not in recorded and not (design.run_dir(*u) / "summary.json").is_file()]
+        lines.append(f"{len(todo)} runs: {len(todo) - len(new)} already ended (their folders or the committed "
+                     f"runs.csv), {len(new)} to train: "
+                     + (", ".join(run_name(m, design.depth, lr, s) for m, lr, s in new) or "none"))
+    wanted = {(m, lr) for m, lr, _ in todo} if todo else None
     for r in read_rows(design.study / "runs.csv"):
         if (r["kind"] == "final" and r["method"] in design.methods and int(r["depth"]) == design.depth
                 and r["status"] == "finished" and r["wall_time_s"]
-                and (rates is None or float(r["lr"]) == rates[r["method"]])):
+                and (wanted is None or (r["method"], float(r["lr"])) in wanted)):
             seconds.append(float(r["wall_time_s"]))
+    count = len(new) if todo is not None else len(design.seeds) * len(design.methods)
     if seconds:
         each = sum(seconds) / len(seconds)
         lines.append(f"the study's finished runs of the cell{'' if rates else ' (any rate)'}: {each / 60:.1f} min "
-                     f"each on average ({len(seconds)} runs): about {each * len(units(design)) / 3600:.1f} CPU-hours "
-                     f"for the check")
+                     f"each on average ({len(seconds)} runs): about {each * count / 3600:.1f} CPU-hours for the "
+                     f"{count} run(s) to train (held-out runs on another dataset can take longer or shorter; the "
+                     "committed check's own runs.csv, column train_s, gives theirs)")
     else:
         lines.append("no finished run of the cell in the study's runs.csv to time the check by")
     return "\n".join(lines)
@@ -538,10 +589,14 @@ def main(argv: list[str] | None = None) -> int:
             write_report(design.out)
             return 0
         check, configs = prepare(design)
-        print(f"{design.name}: rates {', '.join(f'{m} {lr:g}' for m, lr in check['rates'].items())}; changed keys: "
-              f"{'; '.join(describe_changes(check))}", flush=True)
-        for method, seed in units(design)[index::count]:
-            train_unit(design, check, configs[(method, seed)], method, seed)
+        print(f"{design.name}: rates {', '.join(f'{m} {lr:g}' for m, lr in check['rates'].items())}"
+              + (f"; equal rates {', '.join(f'{lr:g}' for lr in check['equal_rates'])}" if design.equal_rates
+                 else "") + f"; changed keys: {'; '.join(describe_changes(check))}", flush=True)
+        recorded = recorded_rows(design)
+        for method, lr, seed in units(design, check["rates"], check.get("equal_rates") or [])[index::count]:
+            if not design.run_dir(method, lr, seed).exists() and (method, lr, seed) in recorded:
+                continue  # ended on another machine: its committed row is its record
+            train_unit(design, configs[(method, lr, seed)], method, lr, seed)
     except (ValueError, FileNotFoundError, ImportError) as exc:  # Refusal is a ValueError
         from layerscale.messages import one_line
 

@@ -80,7 +80,7 @@ def _results_csv(path: Path, depth: int, rates: dict, unchosen_depth: int | None
 
 
 def _study(root: Path, base: dict, data: dict, *, steps: int, rates: dict = RATES, seeds=(0, 1, 2),
-           unchosen_depth: int | None = 4) -> Path:
+           unchosen_depth: int | None = 4, others=(0.1,), equal_rates: bool = False) -> Path:
     """A finished tiny study in ``root/study`` (results.csv, runs.csv, every run's config.yaml and summary.json at
     two rates, the chosen one and another) and the design file of its held-out check."""
     from layerscale.train.config.config_file import dump_config
@@ -88,7 +88,7 @@ def _study(root: Path, base: dict, data: dict, *, steps: int, rates: dict = RATE
     study = root / "study"
     runs_csv = ["run_id,kind,method,depth,lr,seed,status,wall_time_s"]
     for method in ("prenorm", "layerscale"):
-        for lr in sorted({rates[method], 0.1}):
+        for lr in sorted({rates[method], *others}):
             for seed in seeds:
                 run_id = heldout_check.run_name(method, base["model"]["depth"], lr, seed)
                 run = study / "runs" / run_id
@@ -101,7 +101,8 @@ def _study(root: Path, base: dict, data: dict, *, steps: int, rates: dict = RATE
     design = root / "design.json"
     design.write_text(json.dumps({"name": "tiny", "study": "study", "depth": base["model"]["depth"], "data": data,
                                   "seeds": list(seeds), "out": "study/heldout",
-                                  "addendum": "DESIGN.md, addendum of today"}))
+                                  "addendum": "DESIGN.md, addendum of today",
+                                  **({"equal_rates": True} if equal_rates else {})}))
     return design
 
 
@@ -346,7 +347,7 @@ def test_the_language_model_check_builds_its_config_and_trains(tmp_path, capsys)
     assert check["budget"]["heldout_steps"] == 10 and check["budget"]["steps_per_epoch"] > 10
     joined = (pods / "perlbar.pod").read_bytes() + b"\n" + (pods / "perlfoo.pod").read_bytes()  # sorted paths
     assert check["corpus"] == {"files": 2, "bytes": len(joined), "sha256": hashlib.sha256(joined).hexdigest()}
-    raw = configs[("prenorm", 0)]
+    raw = configs[("prenorm", RATES["prenorm"], 0)]
     assert raw["data"]["path"] == str(pods / "*.pod") and raw["optim"]["lr"] == RATES["prenorm"]
     assert heldout_check.main(["--design", str(design_path), "--shard", "0/2"]) == 0  # the reference's one run
     assert heldout_check.main(["--design", str(design_path), "--collect"]) == 0
@@ -385,3 +386,126 @@ def test_a_missing_corpus_is_refused_in_one_line(tmp_path, capsys):
 ])
 def test_the_held_out_verdict_reads_replicated_contradicted_or_inconclusive(heldout, study, expected):
     assert reading(heldout, study).startswith(expected)
+
+
+# --- the equal-rate design (issue 60) -------------------------------------------------------------------------------
+
+def test_the_equal_rate_design_runs_both_methods_at_each_ones_chosen_rate(tmp_path):
+    """Each method at its chosen rate (the pre-registered comparison, first and in the same order as before), then
+    both at the reference's rate and both at the compared method's: only the two new (method, rate) pairs are added,
+    each from the study's recorded config of that method at that rate."""
+    design_path = _study(tmp_path, VIT, DIGITS, steps=STUDY_STEPS, others=(0.001, 0.003), equal_rates=True)
+    design = heldout_check.Design.from_file(design_path)
+    assert design.equal_rates
+    equal = heldout_check.equal_rates(design, RATES)
+    assert equal == [0.001, 0.003]
+    todo = heldout_check.units(design, RATES, equal)
+    assert todo[:6] == [(m, RATES[m], s) for s in (0, 1, 2) for m in ("prenorm", "layerscale")]
+    assert todo[6:] == [("layerscale", 0.001, s) for s in (0, 1, 2)] + [("prenorm", 0.003, s) for s in (0, 1, 2)]
+    check, configs = heldout_check.prepare(design, write=False)
+    assert check["equal_rates"] == [0.001, 0.003] and check["rates"] == RATES
+    assert set(configs) == set(todo)
+    for (method, lr, seed), raw in configs.items():
+        assert raw["model"]["residual"] == method and raw["optim"]["lr"] == lr and raw["run"]["seed"] == seed
+        assert raw["run"]["out_dir"] == str(design.out / "runs" / heldout_check.run_name(method, 2, lr, seed))
+    plain = heldout_check.Design.from_file(_study(tmp_path / "plain", VIT, DIGITS, steps=STUDY_STEPS))
+    assert heldout_check.units(plain, RATES, heldout_check.equal_rates(plain, RATES)) == todo[:6]
+    assert "equal_rates" not in heldout_check.prepare(plain, write=False)[0]  # earlier checks read back unchanged
+
+
+def test_the_equal_rate_design_keeps_the_committed_rows_of_runs_not_on_this_machine(tmp_path, capsys):
+    """Run folders are not committed: a unit whose folder is absent and whose committed runs.csv row has ended is
+    that record, neither trained again nor listed as to train; only the new equal-rate runs are."""
+    design_path = _study(tmp_path, VIT, DIGITS, steps=STUDY_STEPS, others=(0.001, 0.003), equal_rates=True)
+    design = heldout_check.Design.from_file(design_path)
+    design.out.mkdir(parents=True)
+    rows = ["method,lr,seed,status,val,test,train_s,steps"]
+    rows += [f"{m},{RATES[m]},{s},finished,90.0,{91.0 + s},12.5,{STUDY_STEPS}" for s in (0, 1, 2)
+             for m in ("prenorm", "layerscale")]
+    (design.out / "runs.csv").write_text("\n".join(rows) + "\n")
+    text = heldout_check.estimate(design)
+    assert "12 runs: 6 already ended" in text and "6 to train" in text
+    assert "layerscale-d2-lr0.001-s0" in text and "prenorm-d2-lr0.003-s2" in text
+    assert "prenorm-d2-lr0.001-s0" not in text.split("to train: ")[1].splitlines()[0]
+    check, _ = heldout_check.prepare(design, write=False)
+    kept = heldout_check.run_rows(design, check)
+    assert [r["status"] for r in kept[:6]] == ["finished"] * 6 and kept[0]["test"] == 91.0
+    assert [r["status"] for r in kept[6:]] == ["pending"] * 6
+
+
+def _planted(rates: dict, equal: list, tests: dict) -> tuple[dict, list[dict]]:
+    """A check.json and runs.csv rows (typed) from ``tests[(method, lr)] = [seed 0, 1, 2]``."""
+    check = {"study": "tiny", "study_folder": "study", "addendum": "DESIGN.md", "method": "layerscale",
+             "reference": "prenorm", "depth": 48, "seeds": [0, 1, 2], "classification": True,
+             "metric": "test accuracy (%)", "rates": rates, "study_data": "fashion-mnist", "heldout_data": "digits",
+             "study_row": {"family": "primary", "diff_n": "5", "diff_mean": "1.5", "diff_ci_low": "1.1",
+                           "diff_ci_high": "1.8", "diff_truncated": "", "p_raw": "0.0003", "p_adj": "0.0013",
+                           "adjustment": "holm", "verdict": "better", "diff_per_seed": "", "params": "1",
+                           "bootstrap_low": "", "bootstrap_high": ""},
+             "reference_row": {"params": "1"}, "data_description": "digits", "corpus": None, "changes": [],
+             "budget": {"rule": "steps", "study_steps": 10, "steps_per_epoch": 5, "heldout_steps": 10},
+             "params": {"prenorm": 1, "layerscale": 1}}
+    if equal is not None:
+        check["equal_rates"] = equal
+    runs = [{"method": m, "lr": lr, "seed": s, "status": "finished", "val": 90.0, "test": v, "train_s": 1.0,
+             "steps": 10} for (m, lr), values in tests.items() for s, v in enumerate(values)]
+    return check, runs
+
+
+TESTS = {("prenorm", 0.001): [95.8, 95.5, 95.5], ("layerscale", 0.003): [99.2, 98.1, 98.6],
+         ("layerscale", 0.001): [97.0, 96.1, 96.9], ("prenorm", 0.003): [96.0, 96.4, 95.1]}
+
+
+def test_equal_rate_comparisons_by_hand_with_holm_over_the_two():
+    from evidence.heldout_report import equal_rate_comparisons, report_text, result_rows
+
+    rates = {"prenorm": 0.001, "layerscale": 0.003}
+    check, runs = _planted(rates, [0.001, 0.003], TESTS)
+    plain_check, plain_runs = _planted(rates, None, {k: v for k, v in TESTS.items() if rates[k[0]] == k[1]})
+    # the pre-registered reading is untouched by the extra runs
+    assert result_rows(check, runs)[:4] == result_rows(plain_check, plain_runs)
+    entries = equal_rate_comparisons(check, runs)
+    p = {}
+    for e in entries:
+        diffs = [a - b for a, b in zip(TESTS[("layerscale", e["lr"])], TESTS[("prenorm", e["lr"])])]
+        mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
+        t = abs(mean) / (sd / math.sqrt(3))
+        p[e["lr"]] = 1 - t / math.sqrt(t * t + 2)
+        assert e["diff"].mean == pytest.approx(mean, abs=1e-12) and e["p"] == pytest.approx(p[e["lr"]], rel=1e-8)
+        assert not e["same_as_chosen"] and e["adjustment"] == "holm (2 equal-rate)"
+    low, high = sorted(p.values())
+    expected = {lr: (2 * low if v == low else max(2 * low, high)) for lr, v in p.items()}
+    for e in entries:
+        assert e["p_adj"] == pytest.approx(min(1.0, expected[e["lr"]]), rel=1e-8)
+        assert e["verdict"] == ("within noise" if e["p_adj"] >= 0.05 else "better" if e["diff"].mean > 0
+                                else "worse")
+        assert e["reading"].split(":")[0] in ("replicated", "contradicted", "inconclusive")
+    rows = [r for r in result_rows(check, runs) if r["source"] == "heldout-equal-rate"]
+    assert [(r["lr"], r["reference_lr"]) for r in rows] == [(0.001, 0.001), (0.003, 0.003)]
+    text = report_text(check, runs)
+    assert "## Both methods at the same rate" in text and "12 of 12 runs ended" in text
+    assert "| 0.001 | 3 |" in text and "| layerscale | 0.001 | " in text and "| prenorm | 0.003 | " in text
+    assert "6 of 6 held-out runs ended" in text  # the pre-registered comparison counts its own runs
+
+
+def test_a_rate_both_methods_chose_is_the_pre_registered_comparison_counted_once():
+    from evidence.heldout_report import equal_rate_comparisons, heldout_comparison, report_text
+
+    rates = {"prenorm": 0.003, "layerscale": 0.003}
+    tests = {("prenorm", 0.003): [2.5, 2.6, 2.4], ("layerscale", 0.003): [2.45, 2.5, 2.41]}
+    check, runs = _planted(rates, [0.003], tests)
+    check["classification"], check["study_row"]["verdict"] = False, "within noise"
+    (entry,) = equal_rate_comparisons(check, runs)
+    *_, chosen_verdict, _ = heldout_comparison(check, runs)
+    assert entry["same_as_chosen"] and entry["p_adj"] is None and entry["verdict"] == chosen_verdict
+    assert entry["adjustment"] == "none"
+    assert "the comparison above (counted once)" in report_text(check, runs)
+
+
+def test_a_check_without_the_equal_rate_design_reports_as_before():
+    from evidence.heldout_report import equal_rate_comparisons, report_text
+
+    check, runs = _planted({"prenorm": 0.001, "layerscale": 0.003}, None,
+                           {k: v for k, v in TESTS.items() if k in (("prenorm", 0.001), ("layerscale", 0.003))})
+    assert equal_rate_comparisons(check, runs) == []
+    assert "same rate" not in report_text(check, runs)
