@@ -33,8 +33,8 @@ from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_
 from layerscale import create_model
 from layerscale.models.compile import compile_blocks
 from layerscale.residual import get_residual
-from layerscale.residual.hyper_connections import HyperConnections
-from layerscale.residual.mhc import ManifoldConstrainedHyperConnections
+from layerscale.residual.multi_stream.hyper_connections import HyperConnections
+from layerscale.residual.multi_stream.mhc import ManifoldConstrainedHyperConnections
 
 
 def _method(name: str, rate: int):

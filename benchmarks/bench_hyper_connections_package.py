@@ -41,8 +41,8 @@ from activation_memory import saved_tensor_bytes, synchronizer
 from cpu_timing import add_timing_arguments, apply_timing_arguments, medians_on_clock
 
 from layerscale import create_model
-from layerscale.residual.hyper_connections import HyperConnections, StaticHyperConnections
-from layerscale.residual.mhc import ManifoldConstrainedHyperConnections
+from layerscale.residual.multi_stream.hyper_connections import HyperConnections, StaticHyperConnections
+from layerscale.residual.multi_stream.mhc import ManifoldConstrainedHyperConnections
 
 OURS = {"hc": HyperConnections, "hc_static": StaticHyperConnections, "mhc": ManifoldConstrainedHyperConnections}
 

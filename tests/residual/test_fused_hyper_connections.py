@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from layerscale.residual import hyper_connections, mhc
-from layerscale.residual.fused_hyper_connections import can_fuse, fused_read, fused_write
-from layerscale.residual.hyper_connections import HyperConnection, HyperConnections, StaticHyperConnections
-from layerscale.residual.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections
+from layerscale.residual.multi_stream.fused_hyper_connections import can_fuse, fused_read, fused_write
+from layerscale.residual.multi_stream.hyper_connections import HyperConnection, HyperConnections, StaticHyperConnections
+from layerscale.residual.multi_stream.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections
 
 from residual_helpers import FAMILIES, tiny_input, tiny_model
 from test_residual_hc_reference import _perturb, reference_hc_read, reference_write

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from layerscale.residual import get_residual
-from layerscale.residual.attnres import AttentionResiduals, DepthAttention, depth_attention
+from layerscale.residual.multi_stream.attnres import AttentionResiduals, DepthAttention, depth_attention
 
 from residual_helpers import FAMILIES, tiny_input, tiny_model
 

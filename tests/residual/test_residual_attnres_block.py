@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from layerscale.residual import get_residual
-from layerscale.residual.attnres_block import BlockAttentionResiduals, group_starts
+from layerscale.residual.multi_stream.attnres_block import BlockAttentionResiduals, group_starts
 
 from residual_helpers import FAMILIES, tiny_input, tiny_model
 from test_residual_attnres import embed, head, key_attention, randomised
@@ -130,7 +130,7 @@ def test_registry_default_and_repr():
 
 def test_a_stream_of_one_source_always_gains_a_new_one():
     """CaiT's class-attention stage starts a fresh stream mid-stack: the class token must stay a source of its own."""
-    from layerscale.residual.attnres import DepthAttention
+    from layerscale.residual.multi_stream.attnres import DepthAttention
 
     mix = DepthAttention(4, starts_source=False)
     first, update = torch.randn(2, 4), torch.randn(2, 4)

@@ -11,7 +11,7 @@ from torch.overrides import TorchFunctionMode
 
 from layerscale.layers import Block
 from layerscale.residual import get_residual
-from layerscale.residual.bhyt import BHyTInputNorm, BHyTPostNorm, BHyTResidual
+from layerscale.residual.normalization.bhyt import BHyTInputNorm, BHyTPostNorm, BHyTResidual
 
 from residual_helpers import tiny_input, tiny_model
 from test_residual_attnres import embed, head, randomised

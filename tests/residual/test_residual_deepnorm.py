@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from layerscale.layers import Block, ClassAttentionBlock
-from layerscale.residual.deepnorm import deepnorm_alpha, deepnorm_beta
-from layerscale.residual.xavier_linear import XavierLinear
+from layerscale.residual.branch_scaling.deepnorm import deepnorm_alpha, deepnorm_beta
+from layerscale.residual.initialization.xavier_linear import XavierLinear
 
 from residual_helpers import all_blocks, tiny_model
 

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from layerscale.layers import Block
-from layerscale.residual.admin import AdminOmega, profile_admin
-from layerscale.residual.hyper_connections import HyperConnections, StaticHyperConnections
-from layerscale.residual.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections
+from layerscale.residual.branch_scaling.admin import AdminOmega, profile_admin
+from layerscale.residual.multi_stream.hyper_connections import HyperConnections, StaticHyperConnections
+from layerscale.residual.multi_stream.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections
 
 from residual_helpers import FAMILIES, all_blocks, assert_meta_construction_initialises_alike, tiny_input, tiny_model
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from layerscale.residual.hyper_connections import HyperConnection, HyperConnections, StaticHyperConnections
-from layerscale.residual.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections, \
+from layerscale.residual.multi_stream.hyper_connections import HyperConnection, HyperConnections, StaticHyperConnections
+from layerscale.residual.multi_stream.mhc import ManifoldConstrainedHyperConnection, ManifoldConstrainedHyperConnections, \
     sinkhorn_knopp
 
 from residual_helpers import FAMILIES, tiny_input, tiny_model

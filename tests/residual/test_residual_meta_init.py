@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from layerscale.residual.deepnorm import deepnorm_beta
-from layerscale.residual.tfixup import tfixup_scale
-from layerscale.residual.xavier_linear import XavierLinear
+from layerscale.residual.branch_scaling.deepnorm import deepnorm_beta
+from layerscale.residual.initialization.tfixup import tfixup_scale
+from layerscale.residual.initialization.xavier_linear import XavierLinear
 
 from residual_helpers import (FAMILIES, all_blocks, assert_meta_construction_initialises_alike, tiny_model,
                               tiny_model_on_meta)

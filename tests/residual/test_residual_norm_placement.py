@@ -9,7 +9,7 @@ from torch import nn
 
 from layerscale.layers import Block, ClassAttentionBlock
 from layerscale.layers.dyt import DyT
-from layerscale.residual.lns import DepthScaledLayerNorm
+from layerscale.residual.normalization.lns import DepthScaledLayerNorm
 
 from residual_helpers import FAMILIES, all_blocks, tiny_model
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from layerscale.residual.normalized_projection import layer_norm_projection
+from layerscale.residual.multi_stream.normalized_projection import layer_norm_projection
 
 
 def _reference(rows, weight):

@@ -5,9 +5,9 @@ from torch import nn
 from layerscale.layers import Block, ClassAttentionBlock
 from layerscale.models import create_model
 from layerscale.residual import get_residual, list_residuals
-from layerscale.residual.dyt import DyTResidual
-from layerscale.residual.mixln import MixLN
-from layerscale.residual.skipinit import SkipInit
+from layerscale.residual.normalization.dyt import DyTResidual
+from layerscale.residual.normalization.mixln import MixLN
+from layerscale.residual.branch_scaling.skipinit import SkipInit
 
 ALL_METHODS = {"prenorm", "postnorm", "layerscale", "layerscale_head", "scalar", "rezero", "skipinit", "tfixup",
                "deepnorm", "lns", "periln", "mixln", "dyt"}

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from layerscale.layers import Block
-from layerscale.residual.tfixup import tfixup_scale
-from layerscale.residual.xavier_linear import XavierLinear
+from layerscale.residual.initialization.tfixup import tfixup_scale
+from layerscale.residual.initialization.xavier_linear import XavierLinear
 
 from residual_helpers import all_blocks, tiny_model
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from layerscale import create_model
-from layerscale.residual.torch_default_init import TorchDefaultLinear
-from layerscale.residual.xavier_linear import XavierLinear
+from layerscale.residual.initialization.torch_default_init import TorchDefaultLinear
+from layerscale.residual.initialization.xavier_linear import XavierLinear
 
 
 @pytest.mark.parametrize("residual", ["rezero", "skipinit"])

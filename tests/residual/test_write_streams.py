@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from layerscale.residual.hyper_connections import write_streams
+from layerscale.residual.multi_stream.hyper_connections import write_streams
 
 
 def _baddbmm_write(carried, weights, update):

@@ -36,7 +36,7 @@ from ..layers.dyt import DyT
 from ..layers.layer_scale import HeadScale, LayerScale, ScalarScale
 from ..layers.mlp import Mlp
 from ..residual.base import ResidualMethod
-from ..residual.lns import DepthScaledLayerNorm
+from ..residual.normalization.lns import DepthScaledLayerNorm
 
 __all__ = ["FULL_PATH_METHODS", "SINGLE_STREAM_METHODS", "class_token_block", "class_token_path_applies",
            "class_token_logits"]
@@ -57,7 +57,7 @@ FULL_PATH_METHODS = frozenset({"hc", "hc_static", "mhc", "attnres", "attnres_blo
 #: Slot modules known to act on each token separately (exact types: a subclass may override ``forward``).
 _PER_TOKEN_SLOTS = (nn.LayerNorm, nn.RMSNorm, DepthScaledLayerNorm, DyT, LayerScale, ScalarScale)
 #: The same, named by module and class: Admin's skip weight ``x ⊙ ω`` (not imported: only its type is compared).
-_PER_TOKEN_SLOT_NAMES = frozenset({("layerscale.residual.admin", "AdminOmega")})
+_PER_TOKEN_SLOT_NAMES = frozenset({("layerscale.residual.branch_scaling.admin", "AdminOmega")})
 _SLOT_NAMES = tuple(f"{slot}{i}" for i in (1, 2) for slot in ("norm", "out_norm", "ls", "post_norm", "skip"))
 
 

@@ -9,29 +9,30 @@ from .base import ResidualMethod
 
 __all__ = ["get_residual", "list_residuals", "resolve_residual"]
 
-# name -> "module:Class" inside layerscale.residual. Adding a method: one file and one line here.
+# name -> "sub_package.module:Class" inside layerscale.residual. Adding a method: one file in the sub-package of
+# its concern (docs/ARCHITECTURE.md) and one line here.
 _METHODS: dict[str, str] = {
-    "prenorm": "prenorm:PreNorm",
-    "layerscale": "layerscale:LayerScaleResidual",
-    "layerscale_head": "layerscale_head:LayerScaleHead",
-    "scalar": "scalar:ScalarResidual",
-    "postnorm": "postnorm:PostNorm",
-    "rezero": "rezero:ReZero",
-    "skipinit": "skipinit:SkipInit",
-    "tfixup": "tfixup:TFixup",
-    "deepnorm": "deepnorm:DeepNorm",
-    "lns": "lns:LayerNormScaling",
-    "periln": "periln:PeriLN",
-    "mixln": "mixln:MixLN",
-    "dyt": "dyt:DyTResidual",
-    "hc": "hyper_connections:HyperConnections",
-    "hc_static": "hyper_connections:StaticHyperConnections",
-    "mhc": "mhc:ManifoldConstrainedHyperConnections",
-    "normformer": "normformer:NormFormer",
-    "admin": "admin:Admin",
-    "attnres": "attnres:AttentionResiduals",
-    "attnres_block": "attnres_block:BlockAttentionResiduals",
-    "bhyt": "bhyt:BHyTResidual",
+    "prenorm": "normalization.prenorm:PreNorm",
+    "layerscale": "branch_scaling.layerscale:LayerScaleResidual",
+    "layerscale_head": "branch_scaling.layerscale_head:LayerScaleHead",
+    "scalar": "branch_scaling.scalar:ScalarResidual",
+    "postnorm": "normalization.postnorm:PostNorm",
+    "rezero": "branch_scaling.rezero:ReZero",
+    "skipinit": "branch_scaling.skipinit:SkipInit",
+    "tfixup": "initialization.tfixup:TFixup",
+    "deepnorm": "branch_scaling.deepnorm:DeepNorm",
+    "lns": "normalization.lns:LayerNormScaling",
+    "periln": "normalization.periln:PeriLN",
+    "mixln": "normalization.mixln:MixLN",
+    "dyt": "normalization.dyt:DyTResidual",
+    "hc": "multi_stream.hyper_connections:HyperConnections",
+    "hc_static": "multi_stream.hyper_connections:StaticHyperConnections",
+    "mhc": "multi_stream.mhc:ManifoldConstrainedHyperConnections",
+    "normformer": "normalization.normformer:NormFormer",
+    "admin": "branch_scaling.admin:Admin",
+    "attnres": "multi_stream.attnres:AttentionResiduals",
+    "attnres_block": "multi_stream.attnres_block:BlockAttentionResiduals",
+    "bhyt": "normalization.bhyt:BHyTResidual",
 }
 
 

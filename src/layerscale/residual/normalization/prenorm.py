@@ -1,6 +1,6 @@
 """Pre-LN residual: ``x + F(LN(x))`` — GPT-2, DeiT; the baseline of every comparison."""
 
-from .base import ResidualMethod
+from ..base import ResidualMethod
 
 
 class PreNorm(ResidualMethod):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..layers.layer_scale import ScalarScale
-from ..layers.norms import NormFactory
-from .base import BlockContext, Branch, ResidualMethod
-from .torch_default_init import init_like_torch_defaults
+from ...layers.layer_scale import ScalarScale
+from ...layers.norms import NormFactory
+from ..base import BlockContext, Branch, ResidualMethod
+from ..initialization.torch_default_init import init_like_torch_defaults
 
 
 class ReZero(ResidualMethod):
@@ -26,7 +26,8 @@ class ReZero(ResidualMethod):
 
     **Initialisation from the reference code.** The block's attention and MLP linears take PyTorch's default
     initialisation as in ``majumderb/rezero`` (Xavier-uniform packed ``qkv`` with zero bias, ``nn.Linear`` defaults
-    elsewhere; :mod:`layerscale.residual.torch_default_init`), not the ViT truncated normal of the other methods.
+    elsewhere; :mod:`layerscale.residual.initialization.torch_default_init`), not the ViT truncated normal of the
+    other methods.
 
     ``init_value`` (the LayerScale ε) is ignored: ReZero's α starts at 0 by definition. ``ls_placement`` must stay
     ``"both"``: a branch without α and without normalisation grows with depth. There is no final norm before the

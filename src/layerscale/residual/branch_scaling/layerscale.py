@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..layers.layer_scale import LayerScale
-from .base import BlockContext, Branch, ResidualMethod
+from ...layers.layer_scale import LayerScale
+from ..base import BlockContext, Branch, ResidualMethod
 
 
 class LayerScaleResidual(ResidualMethod):

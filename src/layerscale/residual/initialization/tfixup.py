@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..layers.norms import NormFactory
-from .base import BlockContext, Branch, ResidualMethod
+from ...layers.norms import NormFactory
+from ..base import BlockContext, Branch, ResidualMethod
 from .xavier_linear import init_branch_linears
 
 #: T-Fixup's encoder constant: v, w and MLP weights are scaled by ``TFIXUP_ENCODER_CONSTANT · L^(-1/4)``.
@@ -28,8 +28,8 @@ class TFixup(ResidualMethod):
     * value projection (the v third of a packed ``qkv``) and output projection ``proj``: Xavier uniform × 0.67·L^(-1/4);
     * MLP ``fc1`` and ``fc2``: Xavier uniform × 0.67·L^(-1/4); every bias zero.
 
-    This is done by swapping those linears for :class:`~layerscale.residual.xavier_linear.XavierLinear`, which owns
-    its initialisation, so meta-device initialisation and ``model.reset_parameters()`` reproduce it; the keys are
+    This is done by swapping those linears for
+    :class:`~layerscale.residual.initialization.xavier_linear.XavierLinear`, which owns its initialisation, so meta-device initialisation and ``model.reset_parameters()`` reproduce it; the keys are
     unchanged. The encoder form is used for decoder-only stacks too: T-Fixup's decoder constant (9L)^(-1/4) is
     derived for decoder blocks with a third, cross-attention sub-layer, which a GPT block does not have.
 

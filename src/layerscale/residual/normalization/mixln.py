@@ -7,7 +7,7 @@ import math
 
 from torch import nn
 
-from .base import BlockContext, Branch, ResidualMethod
+from ..base import BlockContext, Branch, ResidualMethod
 
 #: The fraction of blocks, counted from the input, that use Post-LN.
 MIXLN_POST_FRACTION = 0.25

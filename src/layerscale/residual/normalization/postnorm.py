@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..layers.norms import NormFactory
-from .base import BlockContext, Branch, ResidualMethod
+from ...layers.norms import NormFactory
+from ..base import BlockContext, Branch, ResidualMethod
 
 
 class PostNorm(ResidualMethod):

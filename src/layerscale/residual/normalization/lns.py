@@ -8,7 +8,7 @@ import math
 import torch
 from torch import nn
 
-from .base import BlockContext, Branch, ResidualMethod
+from ..base import BlockContext, Branch, ResidualMethod
 
 
 class DepthScaledLayerNorm(nn.LayerNorm):

@@ -7,10 +7,10 @@ import math
 
 from torch import nn
 
-from ..layers.layer_scale import ScalarScale, check_init_value
-from ..layers.norms import NormFactory
-from .base import BlockContext, Branch, ResidualMethod
-from .torch_default_init import init_like_torch_defaults
+from ...layers.layer_scale import ScalarScale, check_init_value
+from ...layers.norms import NormFactory
+from ..base import BlockContext, Branch, ResidualMethod
+from ..initialization.torch_default_init import init_like_torch_defaults
 
 
 class SkipInit(ResidualMethod):
@@ -26,7 +26,7 @@ class SkipInit(ResidualMethod):
     **Initialisation.** De & Smith define SkipInit for residual networks with He-initialised convolutions and give
     no transformer recipe; the nearest transformer reference for a zero-initialised scalar gate without
     normalisation is ReZero's code, whose PyTorch-default linears this method takes too
-    (:mod:`layerscale.residual.torch_default_init`). That choice is ours, stated in ``docs/methods.md``.
+    (:mod:`layerscale.residual.initialization.torch_default_init`). That choice is ours, stated in ``docs/methods.md``.
     """
 
     name = "skipinit"

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from .autocast import without_autocast
+from ..autocast import without_autocast
 
 __all__ = ["LAYER_NORM_EPS", "layer_norm_projection"]
 

@@ -37,8 +37,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .autocast import without_autocast
-from .base import BlockContext, Branch, ResidualMethod
+from ..autocast import without_autocast
+from ..base import BlockContext, Branch, ResidualMethod
 
 __all__ = ["AttentionResiduals", "DepthAttention", "depth_attention", "sum_sources"]
 

@@ -7,8 +7,8 @@ The nearest published form is NormFormer's head scale (Shleifer et al. 2021), wh
 
 from __future__ import annotations
 
-from ..layers.layer_scale import LayerScale
-from .base import BlockContext, Branch, ResidualMethod
+from ...layers.layer_scale import LayerScale
+from ..base import BlockContext, Branch, ResidualMethod
 
 
 class LayerScaleHead(ResidualMethod):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..layers.norms import NormFactory
-from .base import BlockContext, Branch, ResidualMethod
-from .xavier_linear import init_branch_linears
+from ...layers.norms import NormFactory
+from ..base import BlockContext, Branch, ResidualMethod
+from ..initialization.xavier_linear import init_branch_linears
 
 
 def deepnorm_alpha(depth: int) -> float:
@@ -31,7 +31,7 @@ class DeepNorm(ResidualMethod):
     decoder-only stacks use the same formulas with their own ``L`` (torchscale ``encoder.py`` / ``decoder.py``), so
     ``ctx.kind`` does not change them; only an encoder-decoder, which no model here builds, would differ.
 
-    The linears are swapped for :class:`~layerscale.residual.xavier_linear.XavierLinear`, which owns its
+    The linears are swapped for :class:`~layerscale.residual.initialization.xavier_linear.XavierLinear`, which owns its
     initialisation (meta-device and ``model.reset_parameters()`` give the same weights; keys unchanged). No final
     norm before the head: the Post-LN form ends every block with a LayerNorm (torchscale builds the encoder's final
     ``layer_norm`` only for Pre-LN). ``init_value`` is ignored; ``ls_placement`` must stay ``"both"``; ``depth`` is

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .base import BlockContext, Branch, ResidualMethod
+from ..base import BlockContext, Branch, ResidualMethod
 
 
 class NormFormer(ResidualMethod):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..layers.dyt import DyT
-from ..layers.layer_scale import check_init_value
-from ..layers.norms import NormFactory
-from .base import BlockContext, Branch, ResidualMethod
+from ...layers.dyt import DyT
+from ...layers.layer_scale import check_init_value
+from ...layers.norms import NormFactory
+from ..base import BlockContext, Branch, ResidualMethod
 
 
 class DyTResidual(ResidualMethod):
