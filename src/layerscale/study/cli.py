@@ -81,8 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tune-seed", type=int, help="first seed of the tuning runs (default 1000; never a "
                                                       "reported seed)")
     parser.add_argument("--extend-grid", type=int, metavar="N",
-                        help="a cell whose chosen rate is the smallest or largest it tried gets one more rate "
-                             "outward (/3 or x3), at most N times (default 1; 0: never)")
+                        help="a cell whose best mean is at the smallest or largest rate it tried gets one more "
+                             "rate outward (/3 or x3) before the tie rule chooses, at most N times (default 1; 0: "
+                             "never)")
     parser.add_argument("--primary", type=_csv_list, metavar="METHOD@DEPTH,...",
                         help="the primary family, fixed before the runs and Holm-adjusted: METHOD@DEPTH (against "
                              "the reference at that depth) or METHOD@SHALLOW:DEEP (depth-use interaction); default: "
