@@ -69,4 +69,4 @@ def heal_arguments(mode: str) -> list[str]:
 def read_curves(dest: Path) -> dict[str, list[list[int]]]:
     """Each criterion's removed blocks (0-based) for n = 1 … N, from the ``criteria.json`` a prune call wrote."""
     raw = json.loads((dest / "pruning_report" / "criteria.json").read_text(encoding="utf-8"))
-    return {curve["criterion"]: [list(blocks) for blocks in curve["sets"]] for curve in raw["curves"]}
+    return {name: [list(blocks) for blocks in curve["sets"]] for name, curve in raw["curves"].items()}

@@ -93,8 +93,8 @@ def _prune(model: Path, dest: Path, arguments: list[str]) -> None:
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
-def prune() -> None:
-    for variant in plan.VARIANTS:
+def prune(variants: tuple[str, ...] = plan.VARIANTS) -> None:
+    for variant in variants:
         rate = chosen_rate(variant)
         for seed in plan.SEEDS:
             _train_one(variant, rate, seed, need_model=True)
@@ -124,13 +124,18 @@ def collect() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("step", choices=["corpus", "train", "prune", "collect", "all"])
-    step = parser.parse_args(argv).step
+    parser.add_argument("--variants", default=",".join(plan.VARIANTS),
+                        help="prune only these variants (comma-separated; default: both)")
+    args = parser.parse_args(argv)
+    step, variants = args.step, tuple(args.variants.split(","))
+    if not set(variants) <= set(plan.VARIANTS):
+        parser.error(f"--variants takes {', '.join(plan.VARIANTS)}; got {args.variants!r}")
     if step in ("corpus", "all") and not (WORK / "corpus" / "corpus.json").is_file():
         corpus()
     if step in ("train", "all"):
         train()
     if step in ("prune", "all"):
-        prune()
+        prune(variants)
     if step in ("collect", "all"):
         collect()
     return 0

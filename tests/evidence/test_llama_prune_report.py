@@ -154,3 +154,9 @@ def test_the_committed_results_md_is_what_the_committed_tables_give(tmp_path):
         shutil.copyfile(COMMITTED / name, tmp_path / name)
     report.write_report(tmp_path)
     assert (tmp_path / "results.md").read_bytes() == (COMMITTED / "results.md").read_bytes()
+
+
+def test_the_runner_reads_each_criterions_blocks_from_criteria_json(tmp_path):
+    _curves(tmp_path, "prenorm", 2e-3, 0, {"gromov": [[3], [3, 4]], "ablation": [[0], [0, 7]]}, 0.01)
+    curves = plan.read_curves(tmp_path / "prune" / plan.run_name("prenorm", 2e-3, 0) / "curves")
+    assert curves == {"gromov": [[3], [3, 4]], "ablation": [[0], [0, 7]]}
