@@ -83,8 +83,8 @@ def train() -> None:
 
 
 def _prune(model: Path, dest: Path, arguments: list[str]) -> None:
-    if (dest / "config.json").is_file():
-        return
+    if (dest / "config.json").is_file() and (dest / "pruning_report" / "criteria.json").is_file():
+        return  # the model folder is renamed into place first, the report written after it: both mean done
     heldout = WORK / "corpus" / "heldout.txt"
     command = [sys.executable, "-m", "layerscale", "prune", str(model), "--out", str(dest), "--data-path", str(heldout),
                "--seq-len", str(plan.PRUNE_SEQ_LEN), "--samples", str(plan.SAMPLES), "--bootstrap",
@@ -94,25 +94,30 @@ def _prune(model: Path, dest: Path, arguments: list[str]) -> None:
 
 
 def prune(variants: tuple[str, ...] = plan.VARIANTS) -> None:
+    """First every final model's unhealed curves (one call each), then the healing calls, so that a stop leaves
+    whole curves for every model rather than the healing of one."""
+    models = []
     for variant in variants:
         rate = chosen_rate(variant)
         for seed in plan.SEEDS:
             _train_one(variant, rate, seed, need_model=True)
             model = _run_dir(variant, rate, seed) / "model"
             base = WORK / "prune" / plan.run_name(variant, rate, seed)
-            criteria = plan.criteria(variant)
-            _prune(model, base / "curves", ["--by", ",".join(criteria), "--remove", str(plan.MAX_REMOVED)])
-            chosen = plan.read_curves(base / "curves")
-            for n in plan.HEALED_N:
-                seen: dict[tuple[int, ...], str] = {}
-                for criterion in criteria:
+            _prune(model, base / "curves", ["--by", ",".join(plan.criteria(variant)), "--remove",
+                                            str(plan.MAX_REMOVED)])
+            models.append((variant, model, base))
+    for n in plan.HEALED_N:
+        for mode in plan.HEAL_MODES:
+            for variant, model, base in models:
+                chosen = plan.read_curves(base / "curves")
+                seen: set[tuple[int, ...]] = set()
+                for criterion in plan.criteria(variant):
                     blocks = tuple(chosen[criterion][n - 1])
                     if blocks in seen:
                         continue
-                    seen[blocks] = criterion
-                    for mode in plan.HEAL_MODES:
-                        _prune(model, base / f"heal-{mode}-n{n}-{criterion}",
-                               ["--by", criterion, "--remove", str(n), *plan.heal_arguments(mode)])
+                    seen.add(blocks)
+                    _prune(model, base / f"heal-{mode}-n{n}-{criterion}",
+                           ["--by", criterion, "--remove", str(n), *plan.heal_arguments(mode)])
 
 
 def collect() -> None:
