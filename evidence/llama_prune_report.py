@@ -400,9 +400,10 @@ def _papers(tables: Tables, level: str) -> list[str]:
                      f"first, the final layer kept; healing with LoRA recovers much of the loss): at n = {quarter} "
                      f"{deep} of {total} removed blocks lie in the deeper half — "
                      + ("in line with" if total and 2 * deep > total else "unlike")
-                     + f" their finding —, block {plan.DEPTH} in {last} of {len(seeds)} seeds; LoRA-healed at n = "
-                     f"{plan.HEALED_N[-1]} the loss is {_interval_text(mean_interval(healed))} nats above the control "
-                     "healed alike.")
+                     + f" their finding —, block {plan.DEPTH} in {last} of {len(seeds)} seeds; "
+                     + (f"LoRA-healed at n = {plan.HEALED_N[-1]} the loss is {_interval_text(mean_interval(healed))} "
+                        "nats above the control healed alike." if healed else
+                        f"its LoRA healing at n = {plan.HEALED_N[-1]} has not run yet."))
     return lines + [""]
 
 

@@ -121,9 +121,9 @@ def prune(variants: tuple[str, ...] = plan.VARIANTS) -> None:
 
 
 def collect() -> None:
-    from evidence.llama_prune_report import write_results
+    from evidence.llama_prune_report import collect as collect_tables
 
-    write_results(WORK, RESULTS)
+    collect_tables(WORK, RESULTS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -89,9 +89,9 @@ EVIDENCE_GLANCE = ("- Depth use", "- Growing")  # the glance lines of the eviden
 
 
 def _without_evidence(text: str) -> str:
-    """The page without the depth-use and grow blocks and glance lines, whose intervals come from those folders'
-    own tables (checked by the last tests)."""
-    for block in ("depth-use", "grow"):
+    """The page without the depth-use, grow and llama-prune blocks and glance lines, whose intervals come from those
+    folders' own tables (checked by the last tests)."""
+    for block in ("depth-use", "grow", "llama-prune"):
         text = re.sub(rf"<!-- generated: {block} -->.*?<!-- end generated: {block} -->", "", text, flags=re.DOTALL)
     return "\n".join(line for line in text.splitlines() if not line.startswith(EVIDENCE_GLANCE))
 
@@ -130,6 +130,7 @@ def test_an_unknown_generated_block_is_refused(block):
 EVIDENCE_REPORTS = [  # folder, the committed inputs, the generated outputs, its glance lines' prefix
     ("depth-use", ("models.csv", "effective_depth.csv", "pruning.csv"), ("results.md",), "- Depth use"),
     ("grow", ("sources.csv", "runs.csv", "effective_depth.csv"), ("results.md", "results.csv"), "- Growing"),
+    ("llama-prune", ("runs.csv", "pruning.csv", "healing.csv"), ("results.md",), "- Pruning a real-vocabulary"),
 ]
 
 
@@ -138,7 +139,7 @@ def test_an_evidence_report_is_what_its_committed_tables_give(tmp_path, folder, 
     import importlib
     import shutil
 
-    module = {"depth-use": "depth_use_report", "grow": "grow_report"}[folder]
+    module = {"depth-use": "depth_use_report", "grow": "grow_report", "llama-prune": "llama_prune_report"}[folder]
     write_report = importlib.import_module(f"evidence.{module}").write_report
     committed = RESULTS / folder
     if not (committed / inputs[0]).is_file():
