@@ -98,3 +98,14 @@ def test_methods_build_on_the_meta_device():
         for name in sorted(ALL_METHODS):
             block = Block(32, 4, residual=name, index=2, depth=4)
             assert all(p.is_meta for p in block.parameters())
+
+
+@pytest.mark.parametrize("name, room", [("hyper_connections", "multi_stream"), ("mhc", "multi_stream"),
+                                        ("fused_hyper_connections", "multi_stream"), ("attnres_block", "multi_stream"),
+                                        ("torch_default_init", "initialization"), ("bhyt", "normalization"),
+                                        ("admin", "branch_scaling")])
+def test_a_documented_module_path_gives_the_moved_module_itself(name, room):
+    import importlib
+
+    assert importlib.import_module(f"layerscale.residual.{name}") is \
+        importlib.import_module(f"layerscale.residual.{room}.{name}")

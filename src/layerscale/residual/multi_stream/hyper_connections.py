@@ -138,6 +138,15 @@ def write_streams(carried: torch.Tensor, weights: torch.Tensor, update: torch.Te
     return out.view(carried.shape)
 
 
+def write_branch(fused: bool, carried: torch.Tensor, weights: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+    """``carried + weights ⊗ update`` as one CPU autograd node (:func:`~.fused_hyper_connections.fused_write`) when
+    ``fused`` and :func:`~.fused_hyper_connections.can_fuse` allow it, else :func:`write_streams`: the write of
+    every hyper-connection (Hyper-Connections Eq. 5, mHC Eq. 3)."""
+    if fused and can_fuse(carried, weights, update):
+        return fused_write(carried, weights, update)
+    return write_streams(carried, weights, update)
+
+
 class HyperConnection(nn.Module):
     """The hyper-connection of one branch: ``read`` gives ``h₀`` and ``H'``, ``write`` returns ``Bᵀ y + H'``.
 
@@ -239,9 +248,7 @@ class HyperConnection(nn.Module):
         """``Ĥ = Bᵀ update + H'`` (Eq. 5): the branch output added to stream ``j`` with weight ``B_j``
         (:func:`~.fused_hyper_connections.fused_write` where :func:`~.fused_hyper_connections.can_fuse`, else
         :func:`write_streams`)."""
-        if self.fused and can_fuse(carried, beta, update):
-            return fused_write(carried, beta, update)
-        return write_streams(carried, beta, update)
+        return write_branch(self.fused, carried, beta, update)
 
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, expansion_rate={self.expansion_rate}, layer_index={self.layer_index}, "

@@ -34,8 +34,7 @@ from torch.autograd.function import once_differentiable
 
 from ..autocast import without_autocast
 from ..base import BlockContext, Branch
-from .fused_hyper_connections import can_fuse, fused_write
-from .hyper_connections import HyperConnections, check_expansion_rate, sublayer_index, write_streams
+from .hyper_connections import HyperConnections, check_expansion_rate, sublayer_index, write_branch
 
 __all__ = ["ManifoldConstrainedHyperConnection", "ManifoldConstrainedHyperConnections", "sinkhorn_knopp"]
 
@@ -208,9 +207,7 @@ class ManifoldConstrainedHyperConnection(nn.Module):
 
     def write(self, carried: torch.Tensor, post: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
         """``H^res x + H^postᵀ update`` (Eq. 3), as :meth:`HyperConnection.write`."""
-        if self.fused and can_fuse(carried, post, update):
-            return fused_write(carried, post, update)
-        return write_streams(carried, post, update)
+        return write_branch(self.fused, carried, post, update)
 
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, expansion_rate={self.expansion_rate}, layer_index={self.layer_index}, "
