@@ -122,3 +122,16 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_readme_first_block(bu
     installed, shape = run.stdout.strip().splitlines()[-2:]
     assert Path(installed).is_relative_to(purelib) and shape == "(2, 10)"
     assert (env_dir / "bin" / "layerscale").is_file()  # the console script
+
+
+def test_the_wheel_ships_the_library_not_this_repositorys_evidence(built):
+    """Issue 56: the wheel holds the ``layerscale`` package only; the evidence pipelines (``evidence/``), the
+    repository's scripts and the committed studies stay out of it."""
+    wheel, _ = built
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+        names = archive.namelist()
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"layerscale"}
+    evidence = {path.stem for path in (REPO / "evidence").glob("*.py")} - {"__init__"}
+    assert "results_page" in evidence
+    assert not [name for name in names if Path(name).stem in evidence]
