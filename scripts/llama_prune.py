@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -90,7 +91,9 @@ def _prune(model: Path, dest: Path, arguments: list[str]) -> None:
                "--seq-len", str(plan.PRUNE_SEQ_LEN), "--samples", str(plan.SAMPLES), "--bootstrap",
                str(plan.BOOTSTRAP), "--force", *arguments]
     print(" ".join(command[1:]), flush=True)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    # one intra-op thread, as the training runs: two calls side by side on two cores with a thread pool each
+    # oversubscribe the cores and run many times slower (DESIGN.md, addendum of 06:35 UTC)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def prune(variants: tuple[str, ...] = plan.VARIANTS) -> None:
