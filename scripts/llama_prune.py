@@ -92,7 +92,7 @@ def _prune(model: Path, dest: Path, arguments: list[str]) -> None:
                str(plan.BOOTSTRAP), "--force", *arguments]
     print(" ".join(command[1:]), flush=True)
     # one intra-op thread, as the training runs: two calls side by side on two cores with a thread pool each
-    # oversubscribe the cores and run many times slower (DESIGN.md, addendum of 06:35 UTC)
+    # oversubscribe the cores and run many times slower (DESIGN.md, addendum of 06:29 UTC)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
