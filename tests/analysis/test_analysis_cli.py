@@ -10,6 +10,8 @@ import torch
 from layerscale.analysis import DepthAnalysis, analyze_run, effective_depth, load_run_model
 from layerscale.cli import main
 
+from run_configs import tiny_vit_digits_config
+
 pytest.importorskip("safetensors")
 pytest.importorskip("matplotlib")
 pytest.importorskip("sklearn")
@@ -17,12 +19,7 @@ pytest.importorskip("sklearn")
 OUTPUTS = ("analysis.json", "analysis.csv", "analysis.html")
 PAPER = ("depth_summary.md", "depth_summary.tex", "depth_blocks.md", "depth_blocks.tex", "removal_gromov.svg",
          "removal_gromov.pdf", "angular_heatmap.svg", "angular_heatmap.pdf")
-CONFIG = {
-    "model": {"name": "vit", "embed_dim": 16, "depth": 3, "num_heads": 2, "patch_size": 4},
-    "data": {"name": "digits", "batch_size": 32},
-    "optim": {"epochs": 1, "max_steps": 4, "warmup_steps": 1, "lr": 3e-3},
-    "run": {"progress": "none", "log_every_steps": 2, "checkpoint_every_steps": 2},
-}
+CONFIG = tiny_vit_digits_config(depth=3)
 
 
 @pytest.fixture(scope="module")

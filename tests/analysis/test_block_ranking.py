@@ -14,6 +14,8 @@ from torch import nn
 from layerscale.analysis.pruning.block_ranking import best_span, gromov_best_span, rank_blocks
 from layerscale.models.registry import create_model
 
+from analysis_helpers import hooked_streams
+
 IMAGES = torch.randn(20, 1, 8, 8, generator=torch.Generator().manual_seed(0))
 LABELS = torch.arange(20) % 5
 TOKENS = torch.randint(0, 32, (8, 9), generator=torch.Generator().manual_seed(1))
@@ -49,20 +51,6 @@ def _gpt(depth=4):
     return _working(create_model("gpt", vocab_size=32, block_size=16, embed_dim=16, depth=depth, num_heads=2))
 
 
-def _hooked_streams(model: nn.Module, inputs: torch.Tensor) -> list[torch.Tensor]:
-    """``x^(0) … x^(L)`` of ``model.blocks`` from one plain forward with hooks (float64)."""
-    seen: list[torch.Tensor] = []
-    handles = [model.blocks[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].detach().clone()))]
-    handles += [b.register_forward_hook(lambda m, a, out: seen.append(out.detach().clone())) for b in model.blocks]
-    try:
-        with torch.no_grad():
-            model(inputs)
-    finally:
-        for h in handles:
-            h.remove()
-    return [s.double() for s in seen]
-
-
 def _arccos_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.arccos(F.cosine_similarity(a, b, dim=-1).clamp(-1, 1)) / math.pi
 
@@ -78,7 +66,7 @@ CASES = {  # model, data, inputs, token the head reads
 def test_angular_ranking_is_gromov_distance_on_the_token_the_head_reads(family):
     build, data, inputs, token = CASES[family]
     model = build()
-    streams = _hooked_streams(model, inputs)
+    streams = hooked_streams(model, inputs)
     expected = [float(_arccos_distance(token(streams[i]), token(streams[i + 1])).mean())
                 for i in range(len(streams) - 1)]
     got = rank_blocks(model, data, "angular", batch_size=7)
@@ -90,7 +78,7 @@ def test_angular_ranking_is_gromov_distance_on_the_token_the_head_reads(family):
 def test_block_influence_is_one_minus_mean_cosine_over_every_token(family):
     build, data, inputs, _ = CASES[family]
     model = build()
-    streams = _hooked_streams(model, inputs)
+    streams = hooked_streams(model, inputs)
     expected = [float((1 - F.cosine_similarity(streams[i], streams[i + 1], dim=-1)).mean())
                 for i in range(len(streams) - 1)]
     assert rank_blocks(model, data, "block_influence", batch_size=7) == pytest.approx(expected, abs=1e-12)
@@ -128,7 +116,7 @@ def test_ablation_ranking_is_the_loss_change_of_the_model_without_the_block(fami
 def test_gromov_best_span_is_the_brute_force_argmin_over_every_span(family):
     build, data, inputs, token = CASES[family]
     model = build()
-    streams = [token(s) for s in _hooked_streams(model, inputs)]
+    streams = [token(s) for s in hooked_streams(model, inputs)]
     depth = len(streams) - 1
     for n in range(1, depth + 1):
         candidates = [float(_arccos_distance(streams[s], streams[s + n]).mean()) for s in range(depth - n + 1)]

@@ -15,6 +15,8 @@ from layerscale.analysis.pruning.criterion_comparison import compare_criteria
 from layerscale.models.registry import create_model
 from layerscale.surgery import prune
 
+from analysis_helpers import hooked_streams
+
 G = torch.Generator().manual_seed(0)
 IMAGES = torch.randn(24, 1, 8, 8, generator=G, dtype=torch.float64)
 LABELS = torch.arange(24) % 5
@@ -32,20 +34,6 @@ def _vit(depth=5, seed=0):
                 p.copy_(0.2 + torch.rand(p.shape, generator=g, dtype=torch.float64))
         model.head.weight.mul_(20.0)
     return model
-
-
-def _streams(model, inputs):
-    """``x^(0) … x^(L)`` from one plain forward with hooks."""
-    seen = []
-    handles = [model.blocks[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].detach().clone()))]
-    handles += [b.register_forward_hook(lambda m, a, out: seen.append(out.detach().clone())) for b in model.blocks]
-    try:
-        with torch.no_grad():
-            model(inputs)
-    finally:
-        for h in handles:
-            h.remove()
-    return seen
 
 
 def _angle(a, b):
@@ -66,7 +54,7 @@ def _compare(model, criteria, n, **kw):
 def test_block_influence_is_shortgpts_one_minus_mean_cosine_over_every_token_and_removes_the_lowest():
     model = _vit()
     comparison = _compare(model, "block_influence", 3)
-    xs = _streams(model, IMAGES)
+    xs = hooked_streams(model, IMAGES)
     reference = []
     for before, after in zip(xs[:-1], xs[1:]):
         cos = (before * after).sum(-1) / (before.norm(dim=-1) * after.norm(dim=-1))  # (examples, tokens)
@@ -80,7 +68,7 @@ def test_block_influence_is_shortgpts_one_minus_mean_cosine_over_every_token_and
 def test_angular_is_the_single_block_angle_on_the_class_token():
     model = _vit()
     curve = _compare(model, "angular", 2).curves["angular"]
-    xs = _streams(model, IMAGES)
+    xs = hooked_streams(model, IMAGES)
     reference = [float(_angle(a[:, 0], b[:, 0]).mean()) for a, b in zip(xs[:-1], xs[1:])]
     assert max(abs(a - b) for a, b in zip(curve.scores, reference)) < 1e-9
     assert curve.sets == [lowest_blocks(reference, 1), lowest_blocks(reference, 2)]
@@ -89,7 +77,7 @@ def test_angular_is_the_single_block_angle_on_the_class_token():
 def test_gromov_removes_the_contiguous_span_whose_input_and_output_are_closest_on_the_class_token():
     model = _vit(depth=6, seed=1)
     comparison = _compare(model, "gromov", 5)
-    xs = _streams(model, IMAGES)
+    xs = hooked_streams(model, IMAGES)
     for n in range(1, 6):
         distances = [float(_angle(xs[s][:, 0], xs[s + n][:, 0]).mean()) for s in range(6 - n + 1)]
         start = min(range(len(distances)), key=lambda s: (distances[s], s))
@@ -161,7 +149,7 @@ def test_a_language_model_reads_its_last_token():
     gpt = create_model("gpt", vocab_size=32, block_size=16, embed_dim=16, depth=4, num_heads=2).double().eval()
     tokens = torch.randint(0, 32, (6, 9), generator=torch.Generator().manual_seed(1))
     comparison = compare_criteria(gpt, tokens, "gromov", 2, bootstrap=50)
-    xs = _streams(gpt, tokens[:, :-1])
+    xs = hooked_streams(gpt, tokens[:, :-1])
     distances = [float(_angle(xs[s][:, -1], xs[s + 2][:, -1]).mean()) for s in range(3)]
     start = min(range(3), key=lambda s: (distances[s], s))
     assert comparison.readout == "last" and comparison.outputs == 32

@@ -10,16 +10,13 @@ import torch
 
 from layerscale.cli import main
 
+from run_configs import tiny_vit_digits_config
+
 pytest.importorskip("safetensors")
 pytest.importorskip("matplotlib")
 pytest.importorskip("sklearn")
 
-CONFIG = {
-    "model": {"name": "vit", "embed_dim": 16, "depth": 4, "num_heads": 2, "patch_size": 4},
-    "data": {"name": "digits", "batch_size": 32, "validation_fraction": 0.2},
-    "optim": {"epochs": 1, "max_steps": 4, "warmup_steps": 1, "lr": 3e-3},
-    "run": {"progress": "none", "log_every_steps": 2, "checkpoint_every_steps": 2},
-}
+CONFIG = tiny_vit_digits_config(depth=4, validation_fraction=0.2)
 
 
 @pytest.fixture(scope="module")

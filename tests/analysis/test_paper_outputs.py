@@ -19,6 +19,8 @@ from layerscale.analysis.outputs.paper_tables import latex_escape
 from layerscale.analysis.pruning.criterion_comparison import CriterionComparison
 from layerscale.models.registry import create_model
 
+from analysis_helpers import self_labelled_vit
+
 pytest.importorskip("matplotlib")
 
 
@@ -30,15 +32,7 @@ def _vit(depth, width=16, seed=0):
 
 def _learned(depth=4, examples=24):
     """A random-weight ViT judged on its own sharp predictions: its loss is far from chance."""
-    model = _vit(depth)
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("gamma"):
-                p.copy_(0.5 + torch.rand(p.shape, generator=g))
-        model.head.weight.mul_(300.0)
-        images = torch.randn(examples, 1, 8, 8, generator=g)
-        return model, images, model(images).argmax(-1)
+    return self_labelled_vit(depth, examples, gamma_floor=0.5, data_seed=1)
 
 
 def test_the_summary_of_a_depth_48_model_fits_in_three_short_lines():

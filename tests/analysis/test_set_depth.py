@@ -12,22 +12,13 @@ from layerscale.analysis.pruning.set_depth import (EXHAUSTIVE_MAX_DEPTH, all_sub
 from layerscale.models.registry import create_model
 from layerscale.surgery import grow, prune
 
+from analysis_helpers import self_labelled_vit
+
 
 def _strong_source(depth=8, examples=32):
     """A random-weight ViT whose every block matters: γ of order one and a sharp head, judged on its own
     predictions (the loss is small, and removing any block flips some of them)."""
-    torch.manual_seed(0)
-    model = create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=16, depth=depth,
-                         num_heads=2).eval()
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("gamma"):
-                p.copy_(1.0 + torch.rand(p.shape, generator=g))
-        model.head.weight.mul_(300.0)
-        images = torch.randn(examples, 1, 8, 8, generator=g)
-        labels = model(images).argmax(-1)
-    return model, images, labels
+    return self_labelled_vit(depth, examples, gamma_floor=1.0, data_seed=3)
 
 
 def test_a_model_grown_8_to_11_at_gamma_zero_reports_its_source_depth_under_the_set_variant():

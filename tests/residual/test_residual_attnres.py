@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from layerscale.residual import get_residual
 from layerscale.residual.multi_stream.attnres import AttentionResiduals, DepthAttention, depth_attention
 
-from residual_helpers import FAMILIES, tiny_input, tiny_model
+from residual_helpers import FAMILIES, next_token_training_losses, tiny_input, tiny_model
 
 EPS = 1e-6  # the key RMSNorm's eps
 
@@ -127,16 +127,7 @@ def test_state_dict_keys_are_the_prenorm_keys_plus_two_vectors_per_sublayer():
 def test_a_few_training_steps_lower_the_loss():
     torch.manual_seed(0)
     model = tiny_model("gpt", "attnres", depth=4)
-    tokens = torch.randint(0, 32, (8, 8), generator=torch.Generator().manual_seed(0))
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    losses = []
-    for _ in range(15):
-        logits = model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, 32), tokens[:, 1:].reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = next_token_training_losses(model)
     assert all(torch.isfinite(torch.tensor(losses)))
     assert losses[-1] < 0.8 * losses[0]
     assert any(m.pseudo_query.abs().sum() > 0 for m in model.modules() if isinstance(m, DepthAttention))

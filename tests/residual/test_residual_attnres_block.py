@@ -7,12 +7,11 @@ the MLP sub-layer attends over ``blocks + [partial]`` and adds its output to ``p
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from layerscale.residual import get_residual
 from layerscale.residual.multi_stream.attnres_block import BlockAttentionResiduals, group_starts
 
-from residual_helpers import FAMILIES, tiny_input, tiny_model
+from residual_helpers import FAMILIES, next_token_training_losses, tiny_input, tiny_model
 from test_residual_attnres import embed, head, key_attention, randomised
 
 
@@ -110,15 +109,7 @@ def test_state_dict_keys_match_full_attnres():
 def test_a_few_training_steps_lower_the_loss():
     torch.manual_seed(0)
     model = tiny_model("gpt", "attnres_block", depth=4)
-    tokens = torch.randint(0, 32, (8, 8), generator=torch.Generator().manual_seed(0))
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    losses = []
-    for _ in range(15):
-        loss = F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 32), tokens[:, 1:].reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = next_token_training_losses(model)
     assert all(torch.isfinite(torch.tensor(losses)))
     assert losses[-1] < 0.8 * losses[0]
 

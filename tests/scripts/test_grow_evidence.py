@@ -22,6 +22,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import grow_evidence  # noqa: E402
 
+from killed_runs import kill_after_step, kill_before_first_checkpoint  # noqa: E402
+
 FASHION_LIKE = {
     "model": {"name": "vit", "depth": 12, "embed_dim": 64, "residual": "layerscale"},
     "data": {"name": "fashion-mnist", "batch_size": 64, "validation_fraction": 0.1},
@@ -165,9 +167,7 @@ def test_a_second_pass_retrains_nothing_and_report_only_is_byte_identical(pipeli
 def test_an_unfinished_run_without_a_checkpoint_is_trained_again_from_its_start(pipeline):
     _, design, out = pipeline
     run = out / "runs" / "tiny" / "a-lr0.003-s2"
-    (run / "summary.json").unlink()
-    shutil.rmtree(run / "checkpoints")  # ended before its first checkpoint: nothing to resume from
-    (run / "leftover").write_text("a process ended mid-run")
+    kill_before_first_checkpoint(run)
     assert grow_evidence.main(["--design", str(design), "--shard", "0/1"]) == 0
     assert (run / "summary.json").is_file() and not (run / "leftover").exists()
 
@@ -177,9 +177,6 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     from layerscale.study.run.retrain import committed_config, resumable, run_outcome
     import torch
     from safetensors.torch import load_file
-
-    from layerscale.train.config.config_file import dump_config, load_config_file
-    from layerscale.train.runner import run as train_run
 
     _, design_path, out = pipeline
     design = grow_evidence.Design.from_file(design_path)
@@ -191,12 +188,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     raw = grow_evidence.arm_config(committed_config(design.study(source), source["run_id"]), "b", 3e-3, 1,
                                    source_steps=12, source_dir=out / "runs" / "tiny" / "source",
                                    grown_dir=out / "runs" / "tiny" / "grown", out=run)
-    paused = {**raw, "run": {**raw["run"], "stop_at_step": 5}}
-    train_run(paused, out=run)  # a process that ended after its checkpoint at step 5
-    (run / "summary.json").unlink()  # a killed process writes none
-    recorded = load_config_file(run / "config.yaml")
-    recorded["run"]["stop_at_step"] = 0  # the design's config, as a run killed mid-way recorded it
-    (run / "config.yaml").write_text(dump_config(recorded))
+    kill_after_step(raw, run, 5)
     assert not (run / "summary.json").is_file() and resumable(run, raw)
     capsys.readouterr()
     assert grow_evidence.main(["--design", str(design_path), "--shard", "0/1"]) == 0

@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import heldout_check  # noqa: E402
 
 from evidence.heldout_report import RUN_FIELDS, reading  # noqa: E402
+from killed_runs import kill_after_step, kill_before_first_checkpoint  # noqa: E402
 
 #: a Fashion-MNIST-like study model, tiny: 28x28 at patch 7 (16 tokens), which the check moves to digits at patch 2
 VIT = {"model": {"name": "vit", "depth": 2, "embed_dim": 16, "num_heads": 2, "patch_size": 7, "mlp_ratio": 1.0},
@@ -283,13 +284,9 @@ def test_the_results_page_block_is_the_report_at_its_heading_level(pipeline, tmp
 
 
 def test_an_unfinished_run_without_a_checkpoint_is_trained_again_from_its_start(pipeline):
-    import shutil
-
     _, design, out = pipeline
     run = out / "runs" / heldout_check.run_name("prenorm", 2, RATES["prenorm"], 2)
-    (run / "summary.json").unlink()
-    shutil.rmtree(run / "checkpoints")  # ended before its first checkpoint: nothing to resume from
-    (run / "leftover").write_text("a process ended mid-run")
+    kill_before_first_checkpoint(run)
     assert heldout_check.main(["--design", str(design), "--shard", "0/1"]) == 0
     assert (run / "summary.json").is_file() and not (run / "leftover").exists()
 
@@ -299,8 +296,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     import shutil
 
     from layerscale.study.run.retrain import resumable, run_outcome
-    from layerscale.train.config.config_file import dump_config, load_config_file
-    from layerscale.train.runner import run as train_run
+    from layerscale.train.config.config_file import load_config_file
 
     _, design_path, out = pipeline
     run = out / "runs" / heldout_check.run_name("layerscale", 2, RATES["layerscale"], 1)
@@ -308,11 +304,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_ends_as_an_uninterru
     shutil.copytree(run, uninterrupted)
     raw = load_config_file(run / "config.yaml")  # the design's config, as the runner built it
     shutil.rmtree(run)
-    train_run({**raw, "run": {**raw["run"], "stop_at_step": 10}}, out=run)  # paused after its step-10 checkpoint
-    (run / "summary.json").unlink()  # a killed process writes none
-    recorded = load_config_file(run / "config.yaml")
-    recorded["run"]["stop_at_step"] = 0  # the design's config, as a run killed mid-way recorded it
-    (run / "config.yaml").write_text(dump_config(recorded))
+    kill_after_step(raw, run, 10)
     assert resumable(run, raw) and not resumable(run, {**raw, "optim": {**raw["optim"], "lr": 1e-2}})
     capsys.readouterr()
     assert heldout_check.main(["--design", str(design_path), "--shard", "0/1"]) == 0
