@@ -258,17 +258,21 @@ def equal_rate_lines(check: dict, runs: list[dict], level: str) -> list[str]:
                 if r["lr"] in check["equal_rates"] and r["method"] in (method, reference))
     total = len(check["seeds"]) * 2 * len(set(check["equal_rates"]))
     family = sum(not e["same_as_chosen"] for e in entries)
-    lines = [f"{level} Both methods at the same rate", "",
-             f"The comparison above runs each method at its own chosen rate ({reference} "
-             f"{check['rates'][reference]:g}, {method} {check['rates'][method]:g}), so part of a difference may be "
-             "the rate's. Here both methods run at the reference's chosen rate and both at the compared method's "
-             f"(the design's addendum of 2026-12-06, written before these runs), seeds "
-             f"{', '.join(str(x) for x in check['seeds'])}, paired by seed; {ended} of {total} runs ended. "
-             + (f"The {family} comparison{'s' if family != 1 else ''} not already made above "
-                f"{'form a family' if family != 1 else 'forms a family'} of their own, Holm-adjusted; "
-                if family else "")
-             + "a rate both methods chose is the comparison above, counted once. Each reads against the study's "
-             "verdict by the same rule.", "",
+    seeds = ", ".join(str(x) for x in check["seeds"])
+    if check["rates"][reference] == check["rates"][method]:
+        intro = (f"Both methods chose {check['rates'][method]:g}, so the comparison above already runs them at the "
+                 "same rate: the equal-rate design (the design's addendum of 2026-12-06, written before these runs) "
+                 f"adds no run, and its one row is that comparison, counted once (seeds {seeds}; {ended} of "
+                 f"{total} runs ended). It reads against the study's verdict by the same rule.")
+    else:
+        intro = (f"The comparison above runs each method at its own chosen rate ({reference} "
+                 f"{check['rates'][reference]:g}, {method} {check['rates'][method]:g}), so part of a difference may "
+                 "be the rate's. Here both methods run at the reference's chosen rate and both at the compared "
+                 f"method's (the design's addendum of 2026-12-06, written before these runs), seeds {seeds}, paired "
+                 f"by seed; {ended} of {total} runs ended. The {family} comparison{'s' if family != 1 else ''} "
+                 f"{'form a family of their' if family != 1 else 'forms a family of its'} own, Holm-adjusted. Each reads "
+                 "against the study's verdict by the same rule.")
+    lines = [f"{level} Both methods at the same rate", "", intro, "",
              "| both at | seeds | difference | p (raw) | p (adjusted) | verdict | reading |",
              "|---|---|---|---|---|---|---|"]
     for e in entries:
