@@ -374,6 +374,23 @@ def _question_three(tables: Tables, level: str) -> list[str]:
     return lines + ([""] if rows else ["", "Not yet: both variants' models are needed.", ""])
 
 
+def healing_recovery(tables: Tables, variant: str, criterion: str, n: int,
+                     mode: str) -> tuple[list[float], list[float]]:
+    """Per seed with a healed row: the unhealed loss change ``Δ = L(pruned) − L(unpruned)`` and what healing took
+    back, ``Δ − (L(healed pruned) − L(control healed alike))`` (nats; positive: healing closed part of the gap)."""
+    unhealed, recovered = [], []
+    for r in tables.healing:
+        if r["variant"] != variant or r["criterion"] != criterion or int(r["n"]) != n or r["mode"] != mode:
+            continue
+        curve = _curve(tables, variant, criterion, int(r["seed"]))
+        if n not in curve:
+            continue
+        delta = float(curve[n]["delta_loss"])
+        unhealed.append(delta)
+        recovered.append(delta - (float(r["healed_loss"]) - float(r["control_loss"])))
+    return unhealed, recovered
+
+
 def _papers(tables: Tables, level: str) -> list[str]:
     """One sentence per variant and paper, every number from the tables above."""
     lines = [f"{level} Against the papers", ""]
@@ -396,13 +413,16 @@ def _papers(tables: Tables, level: str) -> list[str]:
         healed = [float(r["healed_loss"]) - float(r["control_loss"]) for r in tables.healing
                   if r["variant"] == variant and r["criterion"] == "gromov" and int(r["n"]) == plan.HEALED_N[-1]
                   and r["mode"] == "lora"]
+        unhealed, recovered = healing_recovery(tables, variant, "gromov", plan.HEALED_N[-1], "lora")
         lines.append(f"- **{variant}, Gromov et al.** (the span of least angular change; the deepest layers go "
                      f"first, the final layer kept; healing with LoRA recovers much of the loss): at n = {quarter} "
                      f"{deep} of {total} removed blocks lie in the deeper half — "
                      + ("in line with" if total and 2 * deep > total else "unlike")
                      + f" their finding —, block {plan.DEPTH} in {last} of {len(seeds)} seeds; "
                      + (f"LoRA-healed at n = {plan.HEALED_N[-1]} the loss is {_interval_text(mean_interval(healed))} "
-                        "nats above the control healed alike." if healed else
+                        f"nats above the control healed alike, against {_interval_text(mean_interval(unhealed))} "
+                        f"unhealed: healing took back {_interval_text(mean_interval(recovered))} nats (paired by "
+                        "seed)." if recovered else
                         f"its LoRA healing at n = {plan.HEALED_N[-1]} has not run yet."))
     return lines + [""]
 

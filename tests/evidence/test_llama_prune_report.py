@@ -124,6 +124,16 @@ def test_n_delta_deep_share_and_the_layerscale_rows(planted):
     assert "| layerscale | ablation | 0 of 12 | 2.5 | 0 of 3 |" in text
 
 
+def test_healing_recovery_is_the_unhealed_change_minus_the_healed_gap(planted):
+    _, out = planted
+    tables = report.load_tables(out)
+    unhealed, recovered = report.healing_recovery(tables, "prenorm", "block_influence", 4, "full")
+    expected = [(0.04 + 0.001 * seed) * 4 for seed in plan.SEEDS]  # Δ(4) of each seed's planted curve
+    assert unhealed == pytest.approx(expected)
+    assert recovered == pytest.approx([d - (2.2 - 2.1) for d in expected])  # healed 2.2 against its control 2.1
+    assert report.healing_recovery(tables, "prenorm", "gromov", 8, "lora") == ([], [])  # nothing healed there
+
+
 def test_healing_of_other_blocks_than_the_curve_is_refused(tmp_path):
     work = tmp_path / "work"
     _planted(work)
