@@ -401,12 +401,18 @@ def _papers(tables: Tables, level: str) -> list[str]:
             continue
         shift = mean_interval([float(r["delta_loss"]) for r in tables.pruning if r["variant"] == variant
                                and r["criterion"] == "block_influence" and int(r["n"]) == quarter])
-        counts = ", ".join(str(blocks_within(tables, variant, "block_influence", s)) for s in seeds)
+        kept = [blocks_within(tables, variant, "block_influence", s) for s in seeds]
+        counts = ", ".join(str(k) for k in kept)
+        at_quarter = [_curve(tables, variant, "block_influence", s).get(plan.DEPTH // 4) for s in seeds]
+        quarter_kept = ("in line with its quarter: every seed" if all(
+            r is not None and float(r["delta_loss"]) <= plan.DELTA for r in at_quarter)
+            else "short of its quarter: not every seed")
         deep, total, last, _ = deep_share(tables, variant, "block_influence", quarter)
         lines.append(f"- **{variant}, ShortGPT** (Block Influence; removing about a quarter of the layers keeps most "
                      f"of the model, the deeper layers most redundant): removing {quarter} of {plan.DEPTH} blocks "
                      f"changes the evaluation loss by {_interval_text(shift)} nats; the loss holds within {plan.DELTA:g} "
-                     f"nats up to n_δ = {counts} blocks (per seed); {deep} of {total} removed blocks lie "
+                     f"nats up to n_δ = {counts} blocks (per seed; {quarter_kept} keeps its loss within {plan.DELTA:g} nats "
+                     f"with {plan.DEPTH // 4} of {plan.DEPTH} blocks removed); {deep} of {total} removed blocks lie "
                      f"in the deeper half — " + ("in line with" if total and 2 * deep > total else "unlike")
                      + " its finding that deep layers go first.")
         deep, total, last, _ = deep_share(tables, variant, "gromov", quarter)

@@ -122,6 +122,9 @@ def test_n_delta_deep_share_and_the_layerscale_rows(planted):
     assert difference.excludes(0.0) and rows[("gromov", 4)]["verdict"] == "LayerScale lower"
     text = (out / "results.md").read_text()
     assert "| layerscale | ablation | 0 of 12 | 2.5 | 0 of 3 |" in text
+    # ShortGPT's quarter: Δ(4) = 0.16 > 0.1 for Pre-LN's seeds, 0.08–0.088 for LayerScale's
+    assert "**prenorm, ShortGPT**" in text and text.count("short of its quarter: not every seed") == 1
+    assert text.count("in line with its quarter: every seed") == 1
 
 
 def test_healing_recovery_is_the_unhealed_change_minus_the_healed_gap(planted):
