@@ -270,8 +270,8 @@ def equal_rate_lines(check: dict, runs: list[dict], level: str) -> list[str]:
                  "be the rate's. Here both methods run at the reference's chosen rate and both at the compared "
                  f"method's (the design's addendum of 2026-12-06, written before these runs), seeds {seeds}, paired "
                  f"by seed; {ended} of {total} runs ended. The {family} comparison{'s' if family != 1 else ''} "
-                 f"{'form a family of their' if family != 1 else 'forms a family of its'} own, Holm-adjusted. Each reads "
-                 "against the study's verdict by the same rule.")
+                 f"{'form a family of their' if family != 1 else 'forms a family of its'} own, Holm-adjusted. "
+                 "Each reads against the study's verdict by the same rule.")
     lines = [f"{level} Both methods at the same rate", "", intro, "",
              "| both at | seeds | difference | p (raw) | p (adjusted) | verdict | reading |",
              "|---|---|---|---|---|---|---|"]

@@ -410,9 +410,10 @@ def _papers(tables: Tables, level: str) -> list[str]:
         deep, total, last, _ = deep_share(tables, variant, "block_influence", quarter)
         lines.append(f"- **{variant}, ShortGPT** (Block Influence; removing about a quarter of the layers keeps most "
                      f"of the model, the deeper layers most redundant): removing {quarter} of {plan.DEPTH} blocks "
-                     f"changes the evaluation loss by {_interval_text(shift)} nats; the loss holds within {plan.DELTA:g} "
-                     f"nats up to n_δ = {counts} blocks (per seed; {quarter_kept} keeps its loss within {plan.DELTA:g} nats "
-                     f"with {plan.DEPTH // 4} of {plan.DEPTH} blocks removed); {deep} of {total} removed blocks lie "
+                     f"changes the evaluation loss by {_interval_text(shift)} nats; the loss holds within "
+                     f"{plan.DELTA:g} nats up to n_δ = {counts} blocks (per seed; {quarter_kept} keeps its loss "
+                     f"within {plan.DELTA:g} nats with {plan.DEPTH // 4} of {plan.DEPTH} blocks removed); "
+                     f"{deep} of {total} removed blocks lie "
                      f"in the deeper half — " + ("in line with" if total and 2 * deep > total else "unlike")
                      + " its finding that deep layers go first.")
         deep, total, last, _ = deep_share(tables, variant, "gromov", quarter)
