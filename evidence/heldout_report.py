@@ -104,6 +104,22 @@ def equal_rate_comparisons(check: dict, runs: list[dict]) -> list[dict]:
     return entries
 
 
+def equal_rate_cells(check: dict, runs: list[dict]) -> list[dict]:
+    """Each method at each equal rate (reference first, rates ascending): its runs by seed, their test values, the
+    mean with its 95 % t-interval kept in the metric's range (``None`` before a run has ended), and whether it is a
+    cell of the pre-registered comparison (the method at its own chosen rate)."""
+    metric = Metric.for_language_model(not check["classification"])
+    cells = []
+    for lr in sorted(set(check.get("equal_rates") or ())):
+        for m in (check["reference"], check["method"]):
+            mine = sorted((r for r in runs if r["method"] == m and r["lr"] == lr), key=lambda r: r["seed"])
+            values = [r["test"] for r in mine if r["test"] is not None]
+            cells.append({"method": m, "lr": lr, "runs": mine, "values": values,
+                          "cell": within_range(mean_interval(values), *metric.value_range) if values else None,
+                          "pre_registered": lr == check["rates"][m]})
+    return cells
+
+
 def result_rows(check: dict, runs: list[dict]) -> list[dict]:
     metric, tests, cells, diff, p, verdict, paired = heldout_comparison(check, runs)
     common = {"depth": check["depth"]}
@@ -128,6 +144,15 @@ def result_rows(check: dict, runs: list[dict]) -> list[dict]:
                  "truncated": s["diff_truncated"], "p_raw": _number(s["p_raw"]), "p_adj": _number(s["p_adj"]),
                  "adjustment": s["adjustment"], "verdict": s["verdict"], "values": s["diff_per_seed"],
                  "bootstrap_low": _number(s["bootstrap_low"]), "bootstrap_high": _number(s["bootstrap_high"])})
+    for c in equal_rate_cells(check, runs):
+        if c["pre_registered"]:
+            continue  # the "heldout" cell row above
+        cell = c["cell"]
+        rows.append({**common, "kind": "cell", "source": "heldout-equal-rate", "data": check["heldout_data"],
+                     "method": c["method"], "lr": c["lr"], "n": len(c["values"]),
+                     "mean": cell.mean if cell else None, "low": cell.low if cell else None,
+                     "high": cell.high if cell else None, "truncated": cell.truncated if cell else "",
+                     "values": ";".join(f"{r['seed']}:{r['test']!r}" for r in c["runs"] if r["test"] is not None)})
     for e in equal_rate_comparisons(check, runs):
         diff = e["diff"]
         rows.append({**comparison, "lr": e["lr"], "reference_lr": e["lr"], "source": "heldout-equal-rate",
@@ -277,20 +302,16 @@ def equal_rate_lines(check: dict, runs: list[dict], level: str) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for e in entries:
         adjusted = ("the comparison above (counted once)" if e["same_as_chosen"]
-                    else f"{format_p(e['p_adj'])} ({e['adjustment']})")
+                    else f"{format_p(e['p_adj'])}, {e['adjustment']}")
         lines.append(f"| {e['lr']:g} | {len(e['paired'])} | {format_interval(e['diff'], d, signed=True)} | "
                      f"{format_p(e['p'])} | {adjusted} | {e['verdict'] or '—'} | "
                      f"{e['reading'] or 'not complete'} |")
     lines += ["", "Per method at each rate (test metric, each seed):", "",
               "| method | rate | test | per seed |", "|---|---|---|---|"]
-    for lr in sorted(set(check["equal_rates"])):
-        for m in (reference, method):
-            mine = sorted((r for r in runs if r["method"] == m and r["lr"] == lr), key=lambda r: r["seed"])
-            values = [r["test"] for r in mine if r["test"] is not None]
-            cell = within_range(mean_interval(values), *metric.value_range) if values else None
-            per_seed = ", ".join(f"{r['seed']}: " + (_value(r["test"], d) if r["test"] is not None else r["status"])
-                                 for r in mine)
-            lines.append(f"| {m} | {lr:g} | {format_interval(cell, d)} | {per_seed or '—'} |")
+    for c in equal_rate_cells(check, runs):
+        per_seed = ", ".join(f"{r['seed']}: " + (_value(r["test"], d) if r["test"] is not None else r["status"])
+                             for r in c["runs"])
+        lines.append(f"| {c['method']} | {c['lr']:g} | {format_interval(c['cell'], d)} | {per_seed or '—'} |")
     return lines + [""]
 
 

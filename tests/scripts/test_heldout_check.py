@@ -473,7 +473,16 @@ def test_equal_rate_comparisons_by_hand_with_holm_over_the_two():
                                 else "worse")
         assert e["reading"].split(":")[0] in ("replicated", "contradicted", "inconclusive")
     rows = [r for r in result_rows(check, runs) if r["source"] == "heldout-equal-rate"]
-    assert [(r["lr"], r["reference_lr"]) for r in rows] == [(0.001, 0.001), (0.003, 0.003)]
+    differences = [r for r in rows if r["kind"] == "difference"]
+    assert [(r["lr"], r["reference_lr"]) for r in differences] == [(0.001, 0.001), (0.003, 0.003)]
+    # the cells that are not the pre-registered comparison's: each method at the other's rate, with its interval
+    cells = [r for r in rows if r["kind"] == "cell"]
+    assert [(r["method"], r["lr"]) for r in cells] == [
+        (m, lr) for lr in (0.001, 0.003) for m in ("prenorm", "layerscale") if rates[m] != lr]
+    for r in cells:
+        values = TESTS[(r["method"], r["lr"])]
+        assert r["n"] == 3 and r["mean"] == pytest.approx(statistics.fmean(values), abs=1e-12)
+        assert r["low"] < r["mean"] < r["high"]
     text = report_text(check, runs)
     assert "## Both methods at the same rate" in text and "12 of 12 runs ended" in text
     assert "| 0.001 | 3 |" in text and "| layerscale | 0.001 | " in text and "| prenorm | 0.003 | " in text
