@@ -105,3 +105,37 @@ def test_grid_tuning_counts_every_rate_of_every_seed_as_tuning(tmp_path):
     text = estimate_text(spec, tmp_path, {cell: COST for cell in spec.cells()}, SHAPE, jobs=2, threads=1)
     # the rate other than the shared one, 3 seeds, 2 cells: 6 full runs of tuning; the shared rate is the final runs
     assert "remaining tuning: 6 run segment(s)" in text
+    # the tuned rate's runs are among those: the finals add the shared rate's 6, not a range up to 12
+    assert "remaining final runs: 6 run(s)" in text
+
+
+def test_runs_an_earlier_study_gives_are_counted_as_done(tmp_path):
+    spec = StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), copy.deepcopy(TINY_BASE), lrs=(1e-3, 3e-3),
+                     tuning="grid")
+    costs = {cell: COST for cell in spec.cells()}
+    reused = frozenset({spec.run(tmp_path, "prenorm", 2, lr, seed, "final").run_id
+                        for lr in spec.lrs for seed in spec.seeds})
+    whole = run_seconds(COST, SHAPE, 0, 100, final=True)
+    text = estimate_text(spec, tmp_path, costs, SHAPE, jobs=1, threads=1, reused=reused,
+                         reuse_from=tmp_path / "old")
+    assert "reused from " + str(tmp_path / "old") + ": 6 finished run(s), counted as done" in text
+    # layerscale alone is left: 3 tuning runs at 3e-3, 3 final runs at the shared rate
+    assert "remaining tuning: 3 run segment(s)" in text and "remaining final runs: 3 run(s)" in text
+    assert f"{6 * whole / 60:.0f} min of wall time with 1 run(s) at a time" in text
+
+
+def test_estimate_study_reads_the_earlier_study_through_reuse(tmp_path, monkeypatch):
+    import layerscale.study.run.estimate as estimate
+
+    spec = StudySpec(("prenorm",), (2,), (0,), copy.deepcopy(TINY_BASE), lrs=(1e-3,), tuning="grid")
+    seen = {}
+
+    def reusable(spec_, study_dir, source_dir):
+        seen["args"] = (study_dir, source_dir)
+        return [spec_.run(study_dir, "prenorm", 2, 1e-3, 0, "final").run_id]
+
+    monkeypatch.setattr("layerscale.study.run.reuse.reusable_runs", reusable)
+    monkeypatch.setattr(estimate, "time_cells", lambda spec_, study_dir, threads: ({(("prenorm", 2)): COST}, SHAPE))
+    text = estimate.estimate_study(spec, tmp_path / "new", jobs=1, threads=1, reuse_from=tmp_path / "old")
+    assert seen["args"] == (tmp_path / "new", tmp_path / "old")
+    assert "1 finished run(s), counted as done" in text and "remaining final runs: 0 run(s), 0 s" in text

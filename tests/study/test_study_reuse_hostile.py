@@ -128,3 +128,26 @@ def test_a_crafted_status_record_is_one_line_not_a_traceback(tmp_path, status):
     messages = []
     assert reuse_finished_runs(SPEC, tmp_path / "new", tmp_path / "old", log=messages.append) == []
     assert len(messages) == 2 and "study_status.json" in messages[1] and "\n" not in messages[1]
+
+
+def test_reusable_runs_finds_what_reuse_would_copy_and_writes_nothing(tmp_path):
+    from layerscale.study.run.reuse import reusable_runs
+
+    _old_run(tmp_path / "old", 0, accuracy=0.999, correct=(1, 0, 1, 0, 1, 0))  # forged: refused by both
+    _old_run(tmp_path / "old", 1, accuracy=0.5, correct=(1, 0, 1, 0, 1, 0))
+    before = _hashes(tmp_path / "old")
+    assert reusable_runs(SPEC, tmp_path / "new", tmp_path / "old") == ["prenorm-d2-lr0.001-s1"]
+    assert not (tmp_path / "new").exists() and _hashes(tmp_path / "old") == before
+    assert reuse_finished_runs(SPEC, tmp_path / "new", tmp_path / "old", log=lambda _: None) == \
+        ["prenorm-d2-lr0.001-s1"]
+    assert reusable_runs(SPEC, tmp_path / "new", tmp_path / "old") == []  # already in the new study
+
+
+def test_reusable_runs_refuses_a_runs_folder_that_is_a_link(tmp_path):
+    from layerscale.study.run.reuse import reusable_runs
+
+    _old_run(tmp_path / "elsewhere", 0)
+    (tmp_path / "old").mkdir()
+    os.symlink(tmp_path / "elsewhere" / "runs", tmp_path / "old" / "runs")
+    with pytest.raises(ValueError, match="runs/ is a symbolic link"):
+        reusable_runs(SPEC, tmp_path / "new", tmp_path / "old")

@@ -289,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
     if args.estimate:
         from .run.estimate import estimate_study
 
-        print(estimate_study(spec, out, args.jobs, args.threads))
+        print(estimate_study(spec, out, args.jobs, args.threads, reuse_from=args.reuse_from))
         return 0
     from ..terminal import shows_progress
 

@@ -9,7 +9,8 @@ count. It times this machine: for runs sent to a cluster, run it there. A run's 
     steps × step + evaluations × batches per evaluation × eval batch + (final runs) test batches × eval batch
 
 with the evaluations at the trainer's points (every ``run.eval_every_steps``, at each epoch's end, at the run's
-last step). Already trained steps (``study_status.json``) are not counted. Not counted: start-up, checkpoints, the
+last step). Already trained steps (``study_status.json``) are not counted, nor, with ``--reuse-from``, the runs that
+:func:`~layerscale.study.run.reuse.reusable_runs` finds reusable in the earlier study. Not counted: start-up, checkpoints, the
 diagnostics monitor, and early stopping, which can only shorten runs — an upper bound on an idle machine.
 
 Which tuning runs continue past rung 0 and which learning rate each cell chooses depend on the tuning scores: the
@@ -80,8 +81,11 @@ def run_seconds(cost: CellCost, shape: RunShape, start: int, stop: int, final: b
     return seconds
 
 
-def _trained_steps(run_dir: Path) -> float:
-    """Steps the run has trained (``inf`` when it needs no more: finished, diverged or stopped early)."""
+def _trained_steps(run_dir: Path, reused: frozenset = frozenset()) -> float:
+    """Steps the run has trained (``inf`` when it needs no more: finished, diverged or stopped early, or reused
+    from an earlier study: its id in ``reused``)."""
+    if run_dir.name in reused:
+        return math.inf
     status = read_status(run_dir) or {}
     if status.get("status") not in (None, "paused"):
         return math.inf
@@ -180,7 +184,8 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
-def _tuning_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape) -> tuple[int, float, list[int]]:
+def _tuning_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape,
+                 reused: frozenset = frozenset()) -> tuple[int, float, list[int]]:
     """``(run segments, seconds, rung steps)`` of the tuning still to train. Per cell, rung ``i`` continues the
     ``⌈n / η^i⌉`` furthest-trained runs (a rung keeps the best ones, which then ran furthest)."""
     segments, seconds = 0, 0.0
@@ -190,7 +195,7 @@ def _tuning_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape)
                 if lr == spec.shared_lr and spec.shared_table:
                     continue  # counted with the final runs at the shared rate
                 for seed in spec.seeds:
-                    done = _trained_steps(spec.run(study_dir, method, depth, lr, seed, "final").run_dir)
+                    done = _trained_steps(spec.run(study_dir, method, depth, lr, seed, "final").run_dir, reused)
                     left = run_seconds(costs[(method, depth)], shape, min(done, shape.total_steps),
                                        shape.total_steps, final=True)
                     segments += left > 0
@@ -212,9 +217,11 @@ def _tuning_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape)
     return segments, seconds, rungs
 
 
-def _finals_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape) -> tuple[int, int, float, float]:
+def _finals_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape,
+                 reused: frozenset = frozenset()) -> tuple[int, int, float, float]:
     """``(runs low, runs high, seconds low, seconds high)`` of the final runs still to train: a cell whose tuned rate
-    is not known yet adds its seeds at that rate to the high end only (the rate may equal the shared one)."""
+    is not known yet adds its seeds at that rate to the high end only (the rate may equal the shared one); under grid
+    tuning those runs are already counted as tuning."""
     chosen = _known_choices(study_dir)
     runs, extra_runs, seconds, extra_seconds = 0, 0, 0.0, 0.0
     for method, depth in spec.cells():
@@ -224,11 +231,11 @@ def _finals_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape)
         rates |= {tuned} if tuned is not None else set()
         for lr in rates:
             for seed in spec.seeds:
-                done = _trained_steps(spec.run(study_dir, method, depth, lr, seed, "final").run_dir)
+                done = _trained_steps(spec.run(study_dir, method, depth, lr, seed, "final").run_dir, reused)
                 left = run_seconds(cost, shape, min(done, shape.total_steps), shape.total_steps, final=True)
                 runs += left > 0
                 seconds += left
-        if tuned is None:
+        if tuned is None and not (spec.tuned and spec.tuning == "grid"):  # a grid's every rate is in the tuning
             whole = len(spec.seeds) * run_seconds(cost, shape, 0, shape.total_steps, final=True)
             if spec.shared_table:  # maybe the shared rate itself: no more runs
                 extra_runs, extra_seconds = extra_runs + len(spec.seeds), extra_seconds + whole
@@ -237,9 +244,11 @@ def _finals_left(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape)
     return runs, runs + extra_runs, seconds, seconds + extra_seconds
 
 
-def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape, jobs: int, threads: int) -> str:
+def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape, jobs: int, threads: int,
+                  reused: frozenset = frozenset(), reuse_from: Path | None = None) -> str:
     """The estimate as printed: per cell its step, evaluation batch and full-run time; then the remaining tuning and
-    final runs, their summed time and the wall time with ``jobs`` runs at a time."""
+    final runs, their summed time and the wall time with ``jobs`` runs at a time. ``reused``: the ids of the runs
+    an earlier study (``reuse_from``) gives, counted as done."""
     lines = [f"estimate for the study in {study_dir} on this machine ({threads} thread(s) per run, wall clock, "
              "timed now: other load inflates it; early stopping can only shorten runs; not counted: a few seconds "
              "of start-up per run, checkpoints, diagnostics)",
@@ -249,15 +258,18 @@ def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape
     for (method, depth), cost in costs.items():
         lines.append(f"| {method} | {depth} | {cost.step * 1e3:.0f} ms | {cost.eval_batch * 1e3:.0f} ms | "
                      f"{_hours(run_seconds(cost, shape, 0, shape.total_steps, final=True))} |")
-    tuning_runs, tuning_seconds, rungs = _tuning_left(spec, study_dir, costs, shape)
-    runs_low, runs_high, final_low, final_high = _finals_left(spec, study_dir, costs, shape)
+    tuning_runs, tuning_seconds, rungs = _tuning_left(spec, study_dir, costs, shape, reused)
+    runs_low, runs_high, final_low, final_high = _finals_left(spec, study_dir, costs, shape, reused)
     final_text = (f"{runs_low} run(s), {_hours(final_low)}" if runs_low == runs_high and final_low == final_high
                   else f"{runs_low}–{runs_high} run(s) (depending on the tuned rates), "
                        f"{_hours(final_low)}–{_hours(final_high)}")
     total_low, total_high = tuning_seconds + final_low, tuning_seconds + final_high
     wall = (_hours(total_low / jobs) if total_low == total_high
             else f"{_hours(total_low / jobs)}–{_hours(total_high / jobs)}")
-    lines += ["", f"remaining tuning: {tuning_runs} run segment(s), {_hours(tuning_seconds)}"
+    lines.append("")
+    if reuse_from is not None:
+        lines.append(f"reused from {reuse_from}: {len(reused)} finished run(s), counted as done")
+    lines += [f"remaining tuning: {tuning_runs} run segment(s), {_hours(tuning_seconds)}"
               + (f" (rungs to steps {', '.join(map(str, rungs))}; shared rate {format_lr(spec.shared_lr)})"
                  if rungs else ""),
               f"remaining final runs: {final_text}",
@@ -265,14 +277,22 @@ def estimate_text(spec: StudySpec, study_dir: Path, costs: dict, shape: RunShape
     return "\n".join(lines)
 
 
-def estimate_study(spec: StudySpec, study_dir: str | Path, jobs: int | None = None, threads: int | None = None) -> str:
+def estimate_study(spec: StudySpec, study_dir: str | Path, jobs: int | None = None, threads: int | None = None,
+                   reuse_from: str | Path | None = None) -> str:
     """Check the study as a run would (:func:`~layerscale.study.design.plan.plan_study`, nothing written), time every
-    cell and return :func:`estimate_text`."""
+    cell and return :func:`estimate_text`; with ``reuse_from``, the runs that study would give are counted as done
+    (:func:`~layerscale.study.run.reuse.reusable_runs`)."""
     from .executor import resolve_parallelism
     from ..design.plan import plan_study
 
     jobs, threads = resolve_parallelism(jobs, threads)
     study_dir = Path(study_dir)
     plan_study(spec, study_dir)
+    reused = frozenset()
+    if reuse_from is not None:
+        from .reuse import reusable_runs
+
+        reuse_from = Path(reuse_from)
+        reused = frozenset(reusable_runs(spec, study_dir, reuse_from))
     costs, shape = time_cells(spec, study_dir, threads)
-    return estimate_text(spec, study_dir, costs, shape, jobs, threads)
+    return estimate_text(spec, study_dir, costs, shape, jobs, threads, reused, reuse_from)

@@ -39,7 +39,7 @@ from ...untrusted_files import UntrustedFileError, parse_json, read_regular_file
 from ..design.grid import RUNS_DIR, RunSpec, StudySpec
 from .worker import STATUS_FILE
 
-__all__ = ["reuse_finished_runs", "RECORDS", "MAX_RECORD_BYTES", "OUTCOME_TOLERANCE"]
+__all__ = ["reuse_finished_runs", "reusable_runs", "RECORDS", "MAX_RECORD_BYTES", "OUTCOME_TOLERANCE"]
 
 #: the files of a run folder that a study reads, and so the only ones reuse copies
 RECORDS = (CONFIG_FILE, METRICS_FILE, STATUS_FILE, SUMMARY_FILE, OUTCOMES_FILE)
@@ -132,11 +132,8 @@ def candidates(spec: StudySpec, study_dir: Path) -> list[RunSpec]:
     return spec.final_runs(study_dir, shared, every_rate=every)
 
 
-def reuse_finished_runs(spec: StudySpec, study_dir: Path, source_dir: Path, log=print) -> list[str]:
-    """Copy the reusable runs of ``source_dir`` into ``study_dir`` (see the module docstring); returns their ids.
-    A run already in ``study_dir`` is left alone. ``ValueError`` when ``source_dir`` is no study folder (or its
-    ``runs/`` is a link)."""
-    source_dir, study_dir = Path(source_dir), Path(study_dir)
+def _runs_folder(source_dir: Path) -> Path:
+    """``source_dir``'s ``runs/``; ``ValueError`` when it is a link or missing (see :func:`reuse_finished_runs`)."""
     runs = source_dir / RUNS_DIR
     if runs.is_symlink():
         raise ValueError(f"--reuse-from {source_dir}: its {RUNS_DIR}/ is a symbolic link; a study folder from "
@@ -144,7 +141,15 @@ def reuse_finished_runs(spec: StudySpec, study_dir: Path, source_dir: Path, log=
     if not runs.is_dir():
         raise ValueError(f"--reuse-from {source_dir}: no {RUNS_DIR}/ folder of finished runs there (a packed study "
                          "must be unpacked first)")
-    copied, differing, refused, unchecked = [], [], [], 0
+    return runs
+
+
+def _vetted(spec: StudySpec, study_dir: Path, runs: Path) -> tuple[list[tuple[RunSpec, Path, dict]], list[str],
+                                                                     list[str]]:
+    """``(ready, differing, refused)``: the candidate runs not yet in ``study_dir`` whose old run ended and whose
+    config equals the new one, with their records (``(run, old folder, records)``); the ids whose config differs;
+    one line per old run refused as a hostile or damaged folder."""
+    ready, differing, refused = [], [], []
     for run in candidates(spec, study_dir):
         old = runs / run.run_dir.name
         if run.run_dir.exists() or not os.path.lexists(old):
@@ -164,14 +169,47 @@ def reuse_finished_runs(spec: StudySpec, study_dir: Path, source_dir: Path, log=
         except _NotReusable:
             differing.append(run.run_id)
             continue
+        ready.append((run, old, records))
+    return ready, differing, refused
+
+
+def _write_checked(records: dict[str, bytes], old: Path, folder: Path) -> bool:
+    """Write the records into the new, empty ``folder`` and check them against the run's own test outcomes
+    (:func:`_check_outcomes`: whether there were outcomes; ``_NotReusable`` when they disagree)."""
+    folder.mkdir()
+    for name, data in records.items():
+        write_bytes_atomic(folder / name, data)
+    return _check_outcomes(records, old, folder)
+
+
+def reusable_runs(spec: StudySpec, study_dir: str | os.PathLike, source_dir: str | os.PathLike) -> list[str]:
+    """The ids of the runs :func:`reuse_finished_runs` would copy now, found by the same checks; nothing is written
+    outside a temporary folder (``layerscale study --estimate --reuse-from`` counts them as done)."""
+    ready, _, _ = _vetted(spec, Path(study_dir), _runs_folder(Path(source_dir)))
+    ids = []
+    with tempfile.TemporaryDirectory(prefix="layerscale-reuse-") as scratch:
+        for run, old, records in ready:
+            try:
+                _write_checked(records, old, Path(scratch) / run.run_id)
+                ids.append(run.run_id)
+            except _NotReusable:
+                pass
+    return ids
+
+
+def reuse_finished_runs(spec: StudySpec, study_dir: Path, source_dir: Path, log=print) -> list[str]:
+    """Copy the reusable runs of ``source_dir`` into ``study_dir`` (see the module docstring); returns their ids.
+    A run already in ``study_dir`` is left alone. ``ValueError`` when ``source_dir`` is no study folder (or its
+    ``runs/`` is a link)."""
+    source_dir, study_dir = Path(source_dir), Path(study_dir)
+    ready, differing, refused = _vetted(spec, study_dir, _runs_folder(source_dir))
+    copied, unchecked = [], 0
+    for run, old, records in ready:
         run.run_dir.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{run.run_dir.name}.", dir=run.run_dir.parent))
         try:  # a half-copied run folder never appears under its name
             folder = staging / "run"
-            folder.mkdir()
-            for name, data in records.items():
-                write_bytes_atomic(folder / name, data)
-            unchecked += not _check_outcomes(records, old, folder)
+            unchecked += not _write_checked(records, old, folder)
             os.replace(folder, run.run_dir)
             copied.append(run.run_id)
         except _NotReusable as exc:
