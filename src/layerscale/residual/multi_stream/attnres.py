@@ -51,34 +51,47 @@ class _DepthAttention(torch.autograd.Function):
 
     With ``s_i = v_i·q``, ``z_i = r_i s_i`` and ``G = ∂L/∂h``: ``∂L/∂α_i = G·v_i``,
     ``∂L/∂z = α ⊙ (∂L/∂α − Σ_j α_j ∂L/∂α_j)``, ``∂L/∂v_i = α_i G + (∂L/∂z_i r_i) q − (∂L/∂z_i s_i r_i³ / d) v_i``
-    and ``∂L/∂q = Σ_{i, tokens} ∂L/∂z_i r_i v_i``. The values are stacked as ``(..., n, d)`` only for the duration of
-    each pass, so that the reductions over the sources are batched matrix-vector products.
+    and ``∂L/∂q = Σ_{i, tokens} ∂L/∂z_i r_i v_i``. Every pass reads the sources one at a time as ``(tokens, d)``
+    matrices (a matrix-vector product for the scores, one norm, one multiply-add into ``h``; in the backward one
+    dot product per token, one gradient built in place, one matrix-vector product for ``∂L/∂q``): no stacked
+    ``(..., n, d)`` copy is ever made, whose interleaved writes were most of the cost on CPU (2.8× the time of
+    this form at 64 sub-layers, width 64; benchmarks/README.md). The per-source numbers (``α``, ``r``, ``s``) are
+    ``(n, tokens)``.
     """
 
     @staticmethod
     def forward(ctx, query: torch.Tensor, eps: float, *sources: torch.Tensor) -> torch.Tensor:
-        values = torch.stack(sources, dim=-2)  # (..., n, d), freed after the forward
-        inv_rms = torch.rsqrt(torch.linalg.vector_norm(values, dim=-1).square() / values.shape[-1] + eps)
-        scores = values @ query
-        weights = torch.softmax(scores * inv_rms, dim=-1)
+        dim = query.shape[-1]
+        rows = [source.reshape(-1, dim) for source in sources]
+        scores = torch.stack([values @ query for values in rows])
+        norms = torch.stack([torch.linalg.vector_norm(values, dim=-1) for values in rows])
+        inv_rms = torch.rsqrt(norms.square() / dim + eps)
+        weights = torch.softmax(scores * inv_rms, dim=0)
+        out = rows[0] * weights[0].unsqueeze(-1)
+        for values, weight in zip(rows[1:], weights[1:]):
+            out.addcmul_(values, weight.unsqueeze(-1))
         ctx.save_for_backward(query, weights, inv_rms, scores, *sources)
-        return (weights.unsqueeze(-2) @ values).squeeze(-2)
+        return out.reshape(sources[0].shape)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         query, weights, inv_rms, scores, *sources = ctx.saved_tensors
-        values = torch.stack(sources, dim=-2)
-        grad_weights = (values @ grad.unsqueeze(-1)).squeeze(-1)
-        grad_logits = weights * (grad_weights - (weights * grad_weights).sum(-1, keepdim=True))
+        dim = query.shape[-1]
+        grad_out = grad.reshape(-1, dim)
+        rows = [source.reshape(-1, dim) for source in sources]
+        grad_weights = torch.stack([torch.linalg.vecdot(values, grad_out) for values in rows])
+        grad_logits = weights * (grad_weights - (weights * grad_weights).sum(0, keepdim=True))
         grad_scores = grad_logits * inv_rms  # ∂L/∂s_i
-        coeff_values = -grad_scores * scores * inv_rms.square() / values.shape[-1]
-        grad_values = weights.unsqueeze(-1) * grad.unsqueeze(-2)
-        grad_values.addcmul_(grad_scores.unsqueeze(-1), query).addcmul_(coeff_values.unsqueeze(-1), values)
-        grad_query = None
-        if ctx.needs_input_grad[0]:
-            n, d = values.shape[-2:]
-            grad_query = (grad_scores.reshape(1, -1) @ values.reshape(-1, d)).squeeze(0)
-        return (grad_query, None, *grad_values.unbind(-2))
+        coeff_values = -grad_scores * scores * inv_rms.square() / dim
+        grad_query = torch.zeros_like(query) if ctx.needs_input_grad[0] else None
+        grad_sources = []
+        for source, values, weight, grad_score, coeff in zip(sources, rows, weights, grad_scores, coeff_values):
+            grad_values = grad_out * weight.unsqueeze(-1)
+            grad_values.addcmul_(values, coeff.unsqueeze(-1)).addr_(grad_score, query)
+            grad_sources.append(grad_values.reshape(source.shape))
+            if grad_query is not None:
+                grad_query.addmv_(values.t(), grad_score)
+        return (grad_query, None, *grad_sources)
 
 
 def depth_attention(query: torch.Tensor, sources: tuple[torch.Tensor, ...], eps: float = KEY_NORM_EPS) -> torch.Tensor:
