@@ -54,8 +54,8 @@ class _DepthAttention(torch.autograd.Function):
     and ``∂L/∂q = Σ_{i, tokens} ∂L/∂z_i r_i v_i``. Every pass reads the sources one at a time as ``(tokens, d)``
     matrices (a matrix-vector product for the scores, one norm, one multiply-add into ``h``; in the backward one
     dot product per token, one gradient built in place, one matrix-vector product for ``∂L/∂q``): no stacked
-    ``(..., n, d)`` copy is ever made, whose interleaved writes were most of the cost on CPU (2.8× the time of
-    this form at 64 sub-layers, width 64; benchmarks/README.md). The per-source numbers (``α``, ``r``, ``s``) are
+    ``(..., n, d)`` copy is ever made (with one, a CPU training step of 32 blocks of width 64 took 2.23× as long;
+    benchmarks/README.md, "AttnRes's depth aggregation"). The per-source numbers (``α``, ``r``, ``s``) are
     ``(n, tokens)``.
     """
 
