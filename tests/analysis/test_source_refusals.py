@@ -1,6 +1,7 @@
 """Bad sources and bad language data are refused by ``analyze`` and ``prune`` (and, for the model itself, ``grow``
 and ``fold``) in one line, exit status 2, nothing written: a tokenizer that does not fit the model's embedding, a
-sequence length past its positions, empty / binary data, JSONL without the field, links, non-finite weights."""
+sequence length past its positions, empty / binary data, JSONL without the field, links, a shard index naming files
+outside the folder, non-finite weights."""
 
 from __future__ import annotations
 
@@ -36,13 +37,36 @@ def world(tmp_path_factory):
     linked = hf_folder(root / "linked", llama(vocab, layers=2), tokenizer)
     (linked / "model.safetensors").rename(root / "outside.safetensors")
     (linked / "model.safetensors").symlink_to(root / "outside.safetensors")
+    escaping = _shards_elsewhere(hf_folder(root / "escaping", llama(vocab, layers=2), tokenizer, shard="20KB"),
+                                 root / "elsewhere", absolute=True)
+    climbing = _shards_elsewhere(hf_folder(root / "climbing", llama(vocab, layers=2), tokenizer, shard="20KB"),
+                                 root / "elsewhere2", absolute=False)
     return {"model": hf_folder(root / "model", llama(vocab, layers=2, positions=32), tokenizer),
+            "escaping": escaping, "climbing": climbing,
             "bare": hf_folder(root / "bare", llama(vocab, layers=2), None), "tokenizer": tokenizer,
             "small": hf_folder(root / "small", small, tokenizer), "nan": hf_folder(root / "nan", nan_model, tokenizer),
             "linked": linked, **files}
 
 
+def _shards_elsewhere(folder, elsewhere, absolute):
+    """Move the sharded checkpoint's shards out of ``folder`` into ``elsewhere`` and point its index at them there
+    (by absolute path, or by a ``../`` path): a hostile index loading weights from outside the folder."""
+    import json
+
+    index = folder / "model.safetensors.index.json"
+    content = json.loads(index.read_text())
+    elsewhere.mkdir()
+    for name in set(content["weight_map"].values()):
+        (folder / name).rename(elsewhere / name)
+    where = (lambda name: str(elsewhere / name)) if absolute else (lambda name: f"../{elsewhere.name}/{name}")
+    content["weight_map"] = {k: where(v) for k, v in content["weight_map"].items()}
+    index.write_text(json.dumps(content))
+    return folder
+
+
 CASES = [
+    ("escaping", ["--data-path", "{corpus}"], "expected the bare name of a shard file in the same folder"),
+    ("climbing", ["--data-path", "{corpus}"], "expected the bare name of a shard file in the same folder"),
     ("small", ["--data-path", "{corpus}"], "does not fit this model"),
     ("model", ["--data-path", "{corpus}", "--seq-len", "33"], "--seq-len 33 is past the model's 32 positions"),
     ("model", ["--data-path", "{empty}"], "holds no text"),

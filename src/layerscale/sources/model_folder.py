@@ -8,8 +8,9 @@ weights file or shards with their index), told apart by ``config.json``:
   pretrained=True)``.
 
 ``config.json`` is read with the one hostile-file reader (:mod:`layerscale.untrusted_files`: bounded, no link
-followed, strict JSON) and the folder is refused when any entry is a link (:func:`check_no_links`), before a library
-opens a weights file.
+followed, strict JSON) and the folder is refused when any entry is a link (:func:`check_no_links`), or, for a
+sharded Hugging Face checkpoint, when its index names a shard that is not a file in the folder
+(:mod:`layerscale.surgery.hf.shard_index`), before a library opens a weights file.
 """
 
 from __future__ import annotations
@@ -94,7 +95,9 @@ def _transformers(folder: Path) -> nn.Module:
         raise ImportError(f"{folder} is a Hugging Face model folder; reading it needs transformers: "
                           f"pip install 'torch-layerscale[hf]'") from None
     from ..surgery.hf.hf_loader import from_pretrained_with_layerscale
+    from ..surgery.hf.shard_index import checked_shard_names
 
+    checked_shard_names(folder)  # a shard name outside the folder is refused before transformers joins it
     with quiet_transformers():
         return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
 

@@ -43,12 +43,15 @@ def _local_folder(name: str | os.PathLike, **download: Any) -> Path:
 
 
 def _scale_tensors(folder: Path) -> dict[str, torch.Tensor]:
-    """Every ``*.layer_scale`` tensor of the checkpoint in ``folder`` (single file or sharded safetensors)."""
+    """Every ``*.layer_scale`` tensor of the checkpoint in ``folder`` (single file or sharded safetensors; an index
+    naming a shard outside the folder is refused, :mod:`.shard_index`)."""
     from safetensors import safe_open
 
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        files = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    from .shard_index import SAFETENSORS_INDEX, checked_shard_names
+
+    shards = checked_shard_names(folder)  # every index's names checked, as transformers reads either
+    if SAFETENSORS_INDEX in shards:
+        files = shards[SAFETENSORS_INDEX]
     elif (folder / "model.safetensors").is_file():
         files = ["model.safetensors"]
     else:
