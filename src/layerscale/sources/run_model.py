@@ -7,6 +7,11 @@ to a model and its evaluation set (one kind of source of :func:`layerscale.sourc
 * a **weights file** (safetensors, or a PyTorch file read with ``weights_only=True``) with ``config=`` a training
   config (YAML/JSON) that builds the model.
 
+A run or checkpoint directory is a folder someone else made: it is refused (one line, before any file in it is
+read) when its ``config.yaml``, its ``checkpoints/`` folder, a checkpoint directory or a file in one is a symbolic
+link (:func:`~layerscale.sources.model_folder.check_no_links`): ``layerscale train`` writes none, and a link would
+load a config or weights from anywhere on the disk under the run's name.
+
 The model is rebuilt exactly as the trainer built it (``create_model`` with the data's arguments under the
 configured options) and the weights must fit it (``ValueError`` naming the first differences otherwise). The
 evaluation set is the run's own held-out split, or another dataset given by name (image datasets) or by path (text,
@@ -39,9 +44,12 @@ class RunModel:
 
 
 def _locate(source: Path, config: str | os.PathLike | None) -> tuple[Path, Path, bool]:
-    """``(config file, weights location, is a checkpoint directory)``."""
+    """``(config file, weights location, is a checkpoint directory)``; a link in a run or checkpoint directory is
+    refused (module docstring)."""
     from ..diagnostics.run_data import CONFIG_FILE
     from ..train.state.checkpoint import CHECKPOINT_DIR, MODEL_FILE, latest_checkpoint
+    from ..untrusted_files import UntrustedFileError
+    from .model_folder import check_no_links
 
     if not source.exists():
         raise FileNotFoundError(f"{source}: no such run directory, checkpoint or weights file")
@@ -51,12 +59,20 @@ def _locate(source: Path, config: str | os.PathLike | None) -> tuple[Path, Path,
                              "its model")
         return Path(config), source, False
     if (source / MODEL_FILE).is_file() and source.parent.name == CHECKPOINT_DIR:
-        run_dir = source.parent.parent
-        return (Path(config) if config else run_dir / CONFIG_FILE), source, True
+        check_no_links(source, "checkpoint directory")
+        run_config = source.parent.parent / CONFIG_FILE
+        if not config and run_config.is_symlink():
+            raise UntrustedFileError(f"{run_config}: refused (a symbolic link inside the run directory); links are "
+                                     "not followed")
+        return (Path(config) if config else run_config), source, True
     if (source / CONFIG_FILE).is_file() or (source / CHECKPOINT_DIR).is_dir():
+        check_no_links(source, "run directory")
+        if (source / CHECKPOINT_DIR).is_dir():
+            check_no_links(source / CHECKPOINT_DIR, "run's checkpoints folder")
         checkpoint = latest_checkpoint(source)
         if checkpoint is None:
             raise FileNotFoundError(f"{source}: run directory without any checkpoint in {CHECKPOINT_DIR}/")
+        check_no_links(checkpoint, "checkpoint directory")
         return (Path(config) if config else source / CONFIG_FILE), checkpoint, True
     raise ValueError(f"{source}: not a run directory (config.yaml + {CHECKPOINT_DIR}/), a checkpoint directory "
                      f"({CHECKPOINT_DIR}/step_N/), a weights file or a model folder (config.json of ours, timm or "
