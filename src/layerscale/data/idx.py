@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -22,46 +23,62 @@ FASHION_MNIST_CLASSES = [
 MNIST_CLASSES = [str(d) for d in range(10)]
 
 _UBYTE = 0x08
+#: The most bytes an IDX file's header may declare (the largest real one, MNIST's or Fashion-MNIST's train images,
+#: declares 47 MB); a file, or a gzip file once decompressed, is read only up to what its header declares.
+MAX_IDX_BYTES = 1 << 30
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _read_bytes(path: Path) -> bytes:
-    raw = path.read_bytes()
-    # Detect gzip by content, not by name: people gunzip files and keep the name, or the reverse.
-    if raw[:2] != _GZIP_MAGIC:
-        return raw
-    try:
-        return gzip.decompress(raw)
-    except (EOFError, OSError, zlib.error) as err:
-        raise ValueError(f"{path}: corrupt or truncated gzip data ({err})") from err
+def _read_idx_bytes(path: Path, ndim: int) -> tuple[tuple[int, ...], bytes]:
+    """``(dims, payload)`` of an IDX file, plain or gzip (told by content, not by name: people gunzip files and keep
+    the name, or the reverse). The header is read first and the payload only up to the size it declares, so neither
+    a header declaring huge dimensions nor a small gzip file that expands to gigabytes allocates more than
+    :data:`MAX_IDX_BYTES`."""
+    with path.open("rb") as raw:
+        compressed = raw.read(2) == _GZIP_MAGIC
+        raw.seek(0)
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        try:
+            header = stream.read(4 + 4 * ndim)
+            expected_magic = bytes([0, 0, _UBYTE, ndim])
+            if header[:4] != expected_magic:
+                raise ValueError(
+                    f"{path}: not an unsigned-byte IDX file with {ndim} dimension(s): "
+                    f"magic number {header[:4].hex()}, expected {expected_magic.hex()}"
+                )
+            if len(header) < 4 + 4 * ndim:
+                raise ValueError(f"{path}: truncated IDX header ({len(header)} bytes, expected at least "
+                                 f"{4 + 4 * ndim})")
+            dims = struct.unpack(f">{ndim}I", header[4:])
+            size = math.prod(dims)
+            if size > MAX_IDX_BYTES:
+                raise ValueError(f"{path}: the header's shape {dims} needs {size} bytes; an IDX file of images or "
+                                 f"labels holds at most {MAX_IDX_BYTES} bytes")
+            payload = stream.read(size + 1)  # one byte more tells trailing data
+        except (EOFError, OSError, zlib.error) as err:
+            if not compressed:
+                raise
+            raise ValueError(f"{path}: corrupt or truncated gzip data ({err})") from err
+        file_size = os.fstat(raw.fileno()).st_size
+    expected = len(header) + size
+    if len(payload) != size:
+        problem, got = (("truncated", f"{len(header) + len(payload)} bytes") if len(payload) < size else
+                        ("trailing data", f"more than {expected} bytes once decompressed" if compressed
+                         else f"{file_size} bytes"))
+        raise ValueError(f"{path}: {problem}: {got}, but the header's shape {dims} needs {expected}")
+    return dims, payload
 
 
 def read_idx(path: str | Path, ndim: int) -> torch.Tensor:
     """Read an unsigned-byte IDX file with `ndim` dimensions into a uint8 tensor of the header's shape.
 
-    Raises ValueError naming the file when the magic number is not `00 00 08 <ndim>`, or when the
+    Raises ValueError naming the file when the magic number is not `00 00 08 <ndim>`, when the header declares
+    more than `MAX_IDX_BYTES` bytes (refused before anything is allocated or decompressed), or when the
     payload is shorter (truncated) or longer (trailing data) than the header's dimensions require.
     """
-    path = Path(path)
-    raw = _read_bytes(path)
-    expected_magic = bytes([0, 0, _UBYTE, ndim])
-    if raw[:4] != expected_magic:
-        raise ValueError(
-            f"{path}: not an unsigned-byte IDX file with {ndim} dimension(s): "
-            f"magic number {raw[:4].hex()}, expected {expected_magic.hex()}"
-        )
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise ValueError(f"{path}: truncated IDX header ({len(raw)} bytes, expected at least {header})")
-    dims = struct.unpack(f">{ndim}I", raw[4:header])
-    expected = header + math.prod(dims)
-    if len(raw) != expected:
-        problem = "truncated" if len(raw) < expected else "trailing data"
-        raise ValueError(
-            f"{path}: {problem}: {len(raw)} bytes, but the header's shape {dims} needs {expected}"
-        )
+    dims, payload = _read_idx_bytes(Path(path), ndim)
     # bytearray: frombuffer needs a writable buffer to avoid sharing read-only memory with torch.
-    return torch.frombuffer(bytearray(raw[header:]), dtype=torch.uint8).reshape(dims)
+    return torch.frombuffer(bytearray(payload), dtype=torch.uint8).reshape(dims)
 
 
 def _find(directory: Path, stem: str) -> Path:
