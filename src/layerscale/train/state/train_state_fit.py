@@ -13,7 +13,11 @@ fused AdamW kernel at the first step, after the metrics were cut back):
   ``decoupled_weight_decay``) as this run's optimizer has them; no key this optimizer does not know;
 - ``optimizer.state``: keyed by this run's trainable parameter names; each entry exactly ``step`` (a 0-dim float
   tensor holding a whole number in ``[0, step]``), ``exp_avg`` and ``exp_avg_sq`` (``max_exp_avg_sq`` with
-  ``amsgrad``): dense floating-point tensors of the parameter's shape, finite, the second moments >= 0;
+  ``amsgrad``): dense floating-point tensors of the parameter's shape, finite, the second moments >= 0,
+  contiguous; and no two of these tensors (of any parameters) share memory: ``torch.save`` keeps strides and shared
+  storages, so a crafted file can make a moment one float seen many times (stride 0: a segfault of the fused AdamW
+  kernel at the first step) or make two moments, or two parameters' step counts, one tensor (silently wrong
+  updates);
 - ``scheduler``: only the keys this run's scheduler has, each of the same kind, ``last_epoch`` equal to ``step``
   (the schedule steps once per optimizer step, skipped steps included);
 - ``world_size``: the number of ``rng`` entries (one per process); ``total_steps``: >= 1 and >= ``step``;
@@ -64,10 +68,29 @@ def _moment(where: str, field: str, value: Any, shape: torch.Size, non_negative:
             or value.dtype not in _FLOATS or value.shape != shape:
         shown = _tensor_text(value) if isinstance(value, torch.Tensor) else shown_value(value)
         raise ValueError(f"{where}: training-state field {field} is {shown}; expected {expected}")
+    if not value.is_contiguous():
+        raise ValueError(f"{where}: training-state field {field} is {_tensor_text(value)} and strides "
+                         f"{value.stride()}; expected a contiguous tensor, one storage of its own")
     if not bool(torch.isfinite(value).all()) or (non_negative and bool((value < 0).any())):
         raise ValueError(f"{where}: training-state field {field} holds "
                          f"{'non-finite' if not bool(torch.isfinite(value).all()) else 'negative'} values; "
                          f"expected {expected}")
+
+
+def _check_no_shared_memory(where: str, tensors: list[tuple[str, torch.Tensor]]) -> None:
+    """``ValueError`` naming the first of ``(field, tensor)`` (each contiguous, checked before) whose bytes overlap
+    another's."""
+    spans = []
+    for field, tensor in tensors:
+        if tensor.numel():
+            start = tensor.storage_offset() * tensor.element_size()
+            spans.append((tensor.untyped_storage().data_ptr(), start, start + tensor.numel() * tensor.element_size(),
+                          field))
+    spans.sort()
+    for (storage, _, end, first), (other, start, _, second) in zip(spans, spans[1:]):
+        if storage == other and start < end:
+            raise ValueError(f"{where}: training-state field {second} shares memory with {first}; expected a tensor "
+                             "of its own")
 
 
 def _check_param_state(where: str, name: str, entry: Any, shape: torch.Size, amsgrad: bool, step: int) -> None:
@@ -127,6 +150,8 @@ def _check_optimizer(where: str, saved: Mapping[str, Any], optimizer: torch.opti
         if name not in trainable:
             raise _refuse(where, "optimizer.state key", name, "the name of one of this run's trainable parameters")
         _check_param_state(where, name, entry, shapes[name], trainable[name], step)
+    _check_no_shared_memory(where, [(f"optimizer.state[{shown_value(name)}].{key}", tensor)
+                                    for name, entry in saved["state"].items() for key, tensor in entry.items()])
 
 
 def _check_scheduler(where: str, saved: Mapping[str, Any], current: Mapping[str, Any], step: int) -> None:
