@@ -34,10 +34,16 @@ read_source_model = read_source
 
 def check_destination_folder(dest: str | os.PathLike, force: bool, source: str | os.PathLike | None = None) -> Path:
     """Refuse (before any work) a DEST that exists and is not an empty folder without ``force``, a DEST that is
-    the source, or one that cannot be written."""
+    the source or holds it (replacing DEST would delete the source, even with ``force``), or one that cannot be
+    written."""
     dest = Path(dest)
-    if source is not None and dest.resolve() == Path(source).resolve():
-        raise ValueError(f"--out {dest} is the source itself; write the edited model to another folder")
+    if source is not None:
+        target, origin = dest.resolve(), Path(source).resolve()
+        if target == origin:
+            raise ValueError(f"--out {dest} is the source itself; write the edited model to another folder")
+        if target in origin.parents:
+            raise ValueError(f"--out {dest} holds the source {source}; replacing it would delete the source: write "
+                             "the edited model to another folder")
     if dest.exists():
         if not dest.is_dir():
             raise FileExistsError(f"{dest} exists and is not a folder")

@@ -1,0 +1,36 @@
+"""``prune`` / ``grow`` refuse, before any work, a DEST that is the source or holds it: replacing DEST (``--force``)
+would delete the source."""
+
+from __future__ import annotations
+
+import pytest
+
+from layerscale import create_model
+from layerscale.cli import main
+from layerscale.surgery.model_files import check_destination_folder
+
+
+def _hashes(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["source", "parent", "grandparent"])
+def test_a_destination_that_is_or_holds_the_source_is_refused(tmp_path, where):
+    source = tmp_path / "a" / "model"
+    source.mkdir(parents=True)
+    dest = {"source": source, "parent": source.parent, "grandparent": tmp_path}[where]
+    message = "is the source itself" if where == "source" else f"holds the source {source}; replacing it would delete"
+    with pytest.raises(ValueError, match=message):
+        check_destination_folder(dest, force=True, source=source)
+    check_destination_folder(tmp_path / "a" / "other", force=True, source=source)  # a sibling is fine
+
+
+def test_grow_with_force_into_the_sources_parent_keeps_the_source(tmp_path, capsys):
+    source = tmp_path / "models" / "vit"
+    create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=3, embed_dim=16, depth=2,
+                 num_heads=2).save_pretrained(source)
+    before = _hashes(tmp_path)
+    assert main(["grow", str(source), "--insert", "1", "--out", str(tmp_path / "models"), "--force"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"holds the source {source}" in err
+    assert _hashes(tmp_path) == before
