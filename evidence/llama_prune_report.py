@@ -207,10 +207,13 @@ def _status(tables: Tables) -> list[str]:
     hours = sum(float(r["wall_time_s"]) for r in tables.runs) / 3600
     rows = len(plan.SEEDS) * len(plan.HEALED_N) * len(plan.HEAL_MODES) * sum(len(plan.criteria(v))
                                                                              for v in plan.VARIANTS)
-    done = finals == expected and healed == rows
+    withdrawn = len({(r["variant"], r["seed"], r["criterion"], r["n"], r["mode"]) for r in tables.healing
+                     if (r["variant"], r["mode"]) in plan.WITHDRAWN})
+    done = finals == expected and healed == rows and not withdrawn
     state = "complete" if done else "in progress: the tables below hold what has run"
     return [f"Status: {state}. {len(tables.runs)} training runs ({hours:.2f} h of training, summed), {finals} of "
-            f"{expected} final models pruned, {healed} of {rows} healed rows. Design: "
+            f"{expected} final models pruned, {healed} of {rows} healed rows"
+            + (f" ({withdrawn} of them withdrawn: see question 1)" if withdrawn else "") + ". Design: "
             "[docs/results/llama-prune/DESIGN.md](https://github.com/torch-layerscale/torch-layerscale/blob/main/"
             "docs/results/llama-prune/DESIGN.md).", ""]
 
@@ -300,12 +303,17 @@ def _question_one(tables: Tables, level: str) -> list[str]:
             cells = []
             for n in plan.HEALED_N:
                 for mode in plan.HEAL_MODES:
+                    if (variant, mode) in plan.WITHDRAWN:
+                        cells.append("withdrawn")
+                        continue
                     values = [float(r["healed_loss"]) - float(r["control_loss"]) for r in tables.healing
                               if r["variant"] == variant and r["criterion"] == criterion and int(r["n"]) == n
                               and r["mode"] == mode]
                     cells.append(_interval_text(mean_interval(values)))
             lines.append(f"| {variant} | {criterion} | {', '.join(counts)} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    notes = [f"Withdrawn, {variant} healed with {mode}: {why}." for (variant, mode), why in plan.WITHDRAWN.items()
+             if any(r["variant"] == variant and r["mode"] == mode for r in tables.healing)]
+    return lines + ([""] + notes if notes else []) + [""]
 
 
 def deep_share(tables: Tables, variant: str, criterion: str, n: int) -> tuple[int, int, int, float | None]:
@@ -421,12 +429,14 @@ def _papers(tables: Tables, level: str) -> list[str]:
                   if r["variant"] == variant and r["criterion"] == "gromov" and int(r["n"]) == plan.HEALED_N[-1]
                   and r["mode"] == "lora"]
         unhealed, recovered = healing_recovery(tables, variant, "gromov", plan.HEALED_N[-1], "lora")
+        withdrawn = plan.WITHDRAWN.get((variant, "lora"))
         lines.append(f"- **{variant}, Gromov et al.** (the span of least angular change; the deepest layers go "
                      f"first, the final layer kept; healing with LoRA recovers much of the loss): at n = {quarter} "
                      f"{deep} of {total} removed blocks lie in the deeper half — "
                      + ("in line with" if total and 2 * deep > total else "unlike")
                      + f" their finding —, block {plan.DEPTH} in {last} of {len(seeds)} seeds; "
-                     + (f"LoRA-healed at n = {plan.HEALED_N[-1]} the loss is {_interval_text(mean_interval(healed))} "
+                     + (f"its LoRA-healed rows are withdrawn: {withdrawn}." if withdrawn else
+                        f"LoRA-healed at n = {plan.HEALED_N[-1]} the loss is {_interval_text(mean_interval(healed))} "
                         f"nats above the control healed alike, against {_interval_text(mean_interval(unhealed))} "
                         f"unhealed: healing took back {_interval_text(mean_interval(recovered))} nats (paired by "
                         "seed)." if recovered else

@@ -173,3 +173,23 @@ def test_the_runner_reads_each_criterions_blocks_from_criteria_json(tmp_path):
     _curves(tmp_path, "prenorm", 2e-3, 0, {"gromov": [[3], [3, 4]], "ablation": [[0], [0, 7]]}, 0.01)
     curves = plan.read_curves(tmp_path / "prune" / plan.run_name("prenorm", 2e-3, 0) / "curves")
     assert curves == {"gromov": [[3], [3, 4]], "ablation": [[0], [0, 7]]}
+
+
+def test_withdrawn_healing_rows_print_withdrawn_and_why_not_their_numbers(tmp_path, planted, monkeypatch):
+    _, out = planted
+    for name in ("runs.csv", "pruning.csv", "healing.csv"):
+        shutil.copyfile(out / name, tmp_path / name)
+    tables = report.load_tables(tmp_path)
+    rows = [r for r in tables.healing if r["variant"] == "prenorm" and r["mode"] == "full"]
+    assert rows
+    monkeypatch.setattr(plan, "WITHDRAWN", {("prenorm", "full"): "a planted reason"})
+    report.write_report(tmp_path)
+    text = (tmp_path / "results.md").read_text()
+    assert f"({len({(r['seed'], r['criterion'], r['n']) for r in rows})} of them withdrawn: see question 1)" in text
+    assert text.startswith("# Pruning a real-vocabulary Llama\n\nStatus: in progress")
+    question_one = text.split("How many blocks go before perplexity breaks", 1)[1]
+    line = next(t for t in question_one.splitlines() if t.startswith("| prenorm | block_influence |"))
+    cells = line.strip("|").split("|")
+    full_4, lora_4, full_8, lora_8 = (c.strip() for c in cells[3:])
+    assert full_4 == full_8 == "withdrawn" and "withdrawn" not in lora_4 + lora_8  # LoRA's rows stand
+    assert "Withdrawn, prenorm healed with full: a planted reason." in text
