@@ -103,7 +103,7 @@ def _archive_with(folder, members):
 
 @pytest.mark.parametrize("case", ["duplicate", "too large", "corrupt xz", "columnar bomb", "columnar lines"])
 def test_a_hostile_archive_is_refused_before_anything_is_extracted(tmp_path, capsys, monkeypatch, case):
-    import layerscale.study.run.archive as archive
+    import layerscale.study.run.archive_reading as archive_reading
     import layerscale.study.run.columnar_metrics as columnar
 
     folder = _study(tmp_path / "s")
@@ -112,7 +112,7 @@ def test_a_hostile_archive_is_refused_before_anything_is_extracted(tmp_path, cap
         _archive_with(folder, [("runs/a/study_status.json", status), ("runs/a/study_status.json", b"{}")])
         expected = "appears twice"
     elif case == "too large":
-        monkeypatch.setattr(archive, "MAX_MEMBER_BYTES", 1000)
+        monkeypatch.setattr(archive_reading, "MAX_MEMBER_BYTES", 1000)
         _archive_with(folder, [("runs/a/metrics.jsonl", b"x" * 1001)])
         expected = "is 1001 bytes; at most 1000 bytes a member"
     elif case == "corrupt xz":
