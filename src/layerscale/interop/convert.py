@@ -193,6 +193,7 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     with torch.no_grad():
         model.load_state_dict(converted, strict=not missing)
     if missing:
+        report.kept = list(missing)
         report.notes.append(f"kept the model's own values for {len(missing)} key(s) {format_keys(missing)}")
     return report
 

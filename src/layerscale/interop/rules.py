@@ -123,6 +123,8 @@ class ConversionReport:
     #: Settings that change the computation but not the keys, and were not checked (no source model or config;
     #: see :mod:`layerscale.interop.settings`).
     unchecked: list[str] = field(default_factory=list)
+    #: Keys of the model the checkpoint lacked, left at the model's own values (``strict=False`` only).
+    kept: list[str] = field(default_factory=list)
 
     def count(self, label: str, n: int = 1) -> None:
         self.counts[label] = self.counts.get(label, 0) + n

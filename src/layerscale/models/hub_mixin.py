@@ -281,10 +281,11 @@ class HubMixin:
         if not weights.is_file():
             raise FileNotFoundError(f"{weights}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
         tensors = _safetensors().load_file(str(weights), device=str(map_location))
-        tensors = _fit_overrides(model, tensors, weights, new_head=model_kwargs.get("num_classes", saved_args.get(
-            "num_classes")) != saved_args.get("num_classes"))
+        new_head = model_kwargs.get("num_classes", saved_args.get("num_classes")) != saved_args.get("num_classes")
+        tensors = _fit_overrides(model, tensors, weights, new_head=new_head)
         missing, unexpected = model.load_state_dict(tensors, strict=False)
-        missing = [k for k in missing if k not in _new_head_keys(model, tensors)]
+        if new_head:  # only a head asked to be new may be missing from the file: any other gap is refused
+            missing = [k for k in missing if k not in _new_head_keys(model, tensors)]
         if strict and (missing or unexpected):
             raise ValueError(f"{weights} does not fit the {cls.__name__} its config.json builds: missing keys "
                              f"{sorted(missing)[:5]}, unexpected keys {sorted(unexpected)[:5]}")

@@ -97,8 +97,8 @@ def create_model(name: str, pretrained: bool = False, pretrained_cfg_overlay: di
     through :func:`layerscale.load_pretrained_into`: any format it recognises (timm, the official CaiT / DeiT III
     releases, Hugging Face DINOv2, ours). Nothing is downloaded; ``pretrained=True`` without a file is a
     ``ValueError`` saying where weights come from. With ``num_classes`` overridden and a head of another size in
-    the file, the head keeps its random initialisation (as timm does). The other overlay entries update the
-    model's ``pretrained_cfg`` (e.g. ``mean``, ``std``, ``crop_pct``).
+    the file, the head keeps its random initialisation (as timm does); any other key the file lacks is refused.
+    The other overlay entries update the model's ``pretrained_cfg`` (e.g. ``mean``, ``std``, ``crop_pct``).
 
     Unknown names and unknown override keys raise ``ValueError`` listing what is allowed; impossible
     configurations (width not divisible by heads, image size not divisible by patch size, depth < 1) raise
@@ -159,6 +159,8 @@ def _load_local_weights(model: nn.Module, path: str, head_may_differ: bool) -> N
         if not head_may_differ:
             raise
         try:  # another num_classes than the file's: load everything but the head
-            load_pretrained_into(model, path, strict=False, drop=("head.",), resample_pos_embed=True)
+            report = load_pretrained_into(model, path, strict=False, drop=("head.",), resample_pos_embed=True)
         except ValueError:
+            raise error from None
+        if any(not key.startswith("head.") for key in report.kept):  # only the head may keep its random values
             raise error from None

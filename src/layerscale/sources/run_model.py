@@ -13,7 +13,9 @@ link (:func:`~layerscale.sources.model_folder.check_no_links`): ``layerscale tra
 load a config or weights from anywhere on the disk under the run's name.
 
 The model is rebuilt exactly as the trainer built it (``create_model`` with the data's arguments under the
-configured options) and the weights must fit it (``ValueError`` naming the first differences otherwise). The
+configured options) and the weights must fit it (``ValueError`` naming the first differences otherwise); for a
+checkpoint directory the model its training state records must also compute the same function with them (head
+count, residual method, norm ε: a config given for another run's checkpoint is refused when they differ). The
 evaluation set is the run's own held-out split, or another dataset given by name (image datasets) or by path (text,
 for language models); one that does not fit the model is refused with a one-line ``ValueError``.
 """
@@ -103,12 +105,35 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     except TypeError as exc:
         raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None
     if is_checkpoint_dir:
-        weights, _ = load_checkpoint(weights_path)
+        weights, state = load_checkpoint(weights_path)
+        _check_trained_model(weights_path, state, model)
     else:
         weights = read_state_dict_file(weights_path).tensors
     check_same_architecture(weights_path, weights, model.state_dict())
     model.load_state_dict(weights)
     return RunModel(model.eval(), cfg, weights_path, model_args, data)
+
+
+def _check_trained_model(checkpoint: Path, state: dict[str, Any], model: nn.Module) -> None:
+    """``ValueError`` when the checkpoint's training state records a model (its name and arguments) that computes
+    another function with these weights than ``model``, built from the config (another config given for a run's
+    checkpoint): keys and shapes cannot show a head count, residual method or norm ε."""
+    import torch
+
+    from ..interop.settings import compare_settings, model_settings
+    from ..models.registry import create_model
+
+    if not isinstance(state.get("model_args"), dict):
+        return  # checkpoints of earlier versions do not record the arguments
+    try:
+        with torch.device("meta"):
+            trained = create_model(state["model"], **state["model_args"])
+    except (TypeError, ValueError):
+        return  # not rebuildable here: the keys and shapes are still checked
+    try:
+        compare_settings(model_settings(trained), model_settings(model), "the trained model", "configured model")
+    except ValueError as exc:
+        raise ValueError(f"{checkpoint}: {exc}") from None
 
 
 def load_eval_data(run: RunModel, data: str | None = None, data_path: str | os.PathLike | None = None,

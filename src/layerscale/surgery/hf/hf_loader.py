@@ -66,6 +66,22 @@ def _scale_tensors(folder: Path) -> dict[str, torch.Tensor]:
     return scales
 
 
+def _saved_model_type(folder: Path) -> Any:
+    try:
+        saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # no or no valid config.json: transformers' own load names it
+    return saved.get("model_type") if isinstance(saved, dict) else None
+
+
+def _is_marked_folder(folder: Path) -> bool:
+    """Whether ``folder``'s ``config.json`` carries the mark of a model holding γ (``<type>_layerscale``)."""
+    from .hf_layerscale_config import base_model_type
+
+    saved_type = _saved_model_type(folder)
+    return isinstance(saved_type, str) and base_model_type(saved_type) != saved_type
+
+
 def _unmarked_config(folder: Path):
     """The saved config, of the model type it had before ``add_layerscale`` marked it; ``None`` for a config
     without the mark (plain ``from_pretrained`` reads it)."""
@@ -96,7 +112,12 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
     ``model_class`` is a transformers class (``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``AutoModelForCausalLM``,
     ...). Without scale keys in the checkpoint this is plain ``from_pretrained``. With them, every scale that
     ``add_layerscale`` creates must be in the checkpoint and every scale in the checkpoint must have been created
-    (same names); otherwise ``ValueError`` lists the difference and no model is returned.
+    (same names); otherwise ``ValueError`` lists the difference and no model is returned. A ``config.json`` marked
+    by ``add_layerscale`` (model type ``<type>_layerscale``) whose checkpoint holds no scale keys is a
+    ``ValueError`` (γ dropped), and so is any other key the model has and the checkpoint lacks, or the checkpoint
+    has and the model lacks (transformers would leave the first at its random initialisation, with a warning, and
+    ignore the second): the load report of ``output_loading_info`` is read, and returned with the model when that
+    argument is given.
     """
     from transformers.utils import logging as hf_logging
 
@@ -105,6 +126,11 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
     download = {k: kwargs[k] for k in ("revision", "cache_dir", "local_files_only", "token") if k in kwargs}
     folder = _local_folder(pretrained_model_name_or_path, **download)
     scales = _scale_tensors(folder)
+    if not scales and _is_marked_folder(folder):
+        raise ValueError(f"{folder / 'config.json'}: marked as holding LayerScale γ (model type "
+                         f"{_saved_model_type(folder)!r}) but the checkpoint has no *{SCALE_KEY_SUFFIX} keys: "
+                         f"expected one per branch output, as add_layerscale writes them")
+    wants_info = kwargs.pop("output_loading_info", False)
     verbosity = hf_logging.get_verbosity()
     if scales:  # the scale keys are reported as unexpected by the plain load; they are loaded just below
         hf_logging.set_verbosity_error()
@@ -112,11 +138,16 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
         config = _unmarked_config(folder) if "config" not in kwargs else None
         if config is not None:
             kwargs["config"] = config
-        model = model_class.from_pretrained(folder, **kwargs)
+        model, info = model_class.from_pretrained(folder, output_loading_info=True, **kwargs)
     finally:
         hf_logging.set_verbosity(verbosity)
+    missing = sorted(info.get("missing_keys", ()))
+    unexpected = sorted(k for k in info.get("unexpected_keys", ()) if not k.endswith(SCALE_KEY_SUFFIX))
+    if missing or unexpected:
+        raise ValueError(f"{folder}: the checkpoint does not fit {type(model).__name__}: missing keys "
+                         f"{missing[:3]}, unexpected keys {unexpected[:3]}")
     if not scales:
-        return model
+        return (model, info) if wants_info else model
     add_layerscale(model, 1.0)
     params = {name: p for name, p in model.named_parameters() if name.endswith(SCALE_KEY_SUFFIX)}
     if set(params) != set(scales):
@@ -129,4 +160,4 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
                 raise ValueError(f"{folder}: {name} has shape {tuple(scales[name].shape)}, the model "
                                  f"{tuple(param.shape)}")
             param.copy_(scales[name].to(param.dtype))
-    return model
+    return (model, info) if wants_info else model

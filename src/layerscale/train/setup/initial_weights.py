@@ -14,7 +14,10 @@ __all__ = ["load_initial_weights", "freeze_for_config"]
 def load_initial_weights(model: nn.Module, source: str | os.PathLike) -> tuple[int, ...] | None:
     """Load the weights at ``source`` (a model folder, a run or checkpoint directory, or a weights file) into
     ``model``, which must have exactly their keys and shapes; record on it the new blocks that a model folder
-    written by ``layerscale grow`` lists, and return them (``None`` when there are none)."""
+    written by ``layerscale grow`` lists, and return them (``None`` when there are none). A model folder of ours
+    must also describe, in its ``config.json``, a model that computes the same function with these weights
+    (head count, residual method, norm ε, pooling: :mod:`layerscale.interop.settings`), else ``ValueError``
+    naming each setting that differs."""
     from ...checkpoint_io import read_state_dict_file
     from ...surgery.growth.new_blocks import read_new_blocks, record_new_blocks
     from ..state.checkpoint import check_same_architecture
@@ -23,6 +26,8 @@ def load_initial_weights(model: nn.Module, source: str | os.PathLike) -> tuple[i
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"config key run.init_from: {path}: no such model folder, run directory or file")
+    if path.is_dir():
+        _check_folder_settings(path, model)
     file = weights_file(path)
     loaded = read_state_dict_file(file)
     check_same_architecture(file, loaded.tensors, model.state_dict())
@@ -31,6 +36,35 @@ def load_initial_weights(model: nn.Module, source: str | os.PathLike) -> tuple[i
     if new is not None:
         record_new_blocks(model, list(new))
     return new
+
+
+def _check_folder_settings(folder: Path, model: nn.Module) -> None:
+    """``ValueError`` when ``folder`` is a model folder of ours whose ``config.json`` builds a model computing
+    another function than ``model`` with the same weights (keys and shapes cannot show it)."""
+    import torch
+
+    from ...interop.settings import compare_settings, model_settings
+    from ...models import CaiT, GPT, VisionTransformer
+    from ...models.hub_mixin import _read_config
+    from ...sources.model_folder import folder_kind
+
+    kind, _ = folder_kind(folder)
+    if kind != "layerscale":
+        return
+    architecture, saved_args = _read_config(folder / "config.json")
+    classes = {cls.__name__: cls for cls in (VisionTransformer, CaiT, GPT)}
+    if architecture not in classes:
+        return  # the weights' keys are checked below
+    try:
+        with torch.device("meta"):
+            saved = classes[architecture](**saved_args)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"config key run.init_from: {folder / 'config.json'} does not build a {architecture}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    try:
+        compare_settings(model_settings(saved), model_settings(model), "the folder", "configured model")
+    except ValueError as exc:
+        raise ValueError(f"config key run.init_from: {folder}: {exc}") from None
 
 
 def freeze_for_config(model: nn.Module, trainable: str) -> None:
