@@ -40,7 +40,41 @@ def _permute(s):
         names[0], names[1] = names[1], names[0]
 
 
+# A crafted state whose optimizer tensors overlap in memory: ``torch.save`` keeps strides and shared storages and
+# ``torch.load(weights_only=True)`` rebuilds them, so a moment of the right shape can be one float seen 16 times
+# (stride 0: a crash of the fused AdamW kernel at the first step) or two moments, or the step counts of two
+# parameters, one tensor (silently wrong updates). Each passes the shape, dtype and value checks.
+BIAS = "patch_embed.proj.bias"
+
+
+def _zero_stride(s):
+    s["optimizer"]["state"][WEIGHT]["exp_avg"] = torch.zeros(1).expand(32, 1, 2, 2)
+
+
+def _moments_one_tensor(s):
+    entry = s["optimizer"]["state"][WEIGHT]
+    entry["exp_avg_sq"] = entry["exp_avg"] = entry["exp_avg"].abs()
+
+
+def _steps_one_tensor(s):
+    s["optimizer"]["state"][BIAS]["step"] = s["optimizer"]["state"][WEIGHT]["step"]
+
+
+def _moment_a_view_of_another(s):
+    whole = torch.zeros(2 * 128)
+    s["optimizer"]["state"][WEIGHT]["exp_avg"] = whole[:128].view(32, 1, 2, 2)
+    s["optimizer"]["state"][WEIGHT]["exp_avg_sq"] = whole[64:192].view(32, 1, 2, 2)
+
+
 CASES = [
+    ("exp_avg of stride 0", _zero_stride,
+     r"optimizer\.state\['patch_embed\.proj\.weight'\]\.exp_avg is a torch\.float32 tensor of shape \(32, 1, 2, 2\) "
+     r"and strides \(0, 0, 0, 0\); expected a contiguous tensor, one storage of its own"),
+    ("exp_avg and exp_avg_sq one tensor", _moments_one_tensor,
+     r"\['patch_embed\.proj\.weight'\]\.exp_avg_sq shares memory with optimizer\.state\['patch_embed\.proj\.weight'\]"
+     r"\.exp_avg; expected a tensor of its own"),
+    ("two parameters' steps one tensor", _steps_one_tensor, r"\.step shares memory with optimizer\.state\["),
+    ("moments overlapping views of one storage", _moment_a_view_of_another, r"exp_avg_sq shares memory with"),
     ("exp_avg of another shape", _moment("exp_avg", torch.zeros(3)),
      r"optimizer\.state\['patch_embed\.proj\.weight'\]\.exp_avg is a torch\.float32 tensor of shape \(3,\); "
      r"expected a finite float tensor of shape \(32, 1, 2, 2\)"),

@@ -56,6 +56,10 @@ class LayerScaledLinear(nn.Linear):
             self.weight.mul_(self.layer_scale.detach().unsqueeze(1))
             if self.bias is not None:
                 self.bias.mul_(self.layer_scale.detach())
+        return self.unscaled()
+
+    def unscaled(self) -> nn.Linear:
+        """A plain ``nn.Linear`` holding this layer's weight and bias parameters (the same tensors), without γ."""
         linear = nn.Linear.__new__(nn.Linear)
         nn.Module.__init__(linear)
         linear.in_features, linear.out_features = self.in_features, self.out_features

@@ -35,13 +35,7 @@ class ScaledBranch(nn.Module):
 
     def __init__(self, scaled: LayerScaledLinear) -> None:
         super().__init__()
-        linear = nn.Linear.__new__(nn.Linear)
-        nn.Module.__init__(linear)
-        linear.in_features, linear.out_features = scaled.in_features, scaled.out_features
-        linear.weight = scaled.weight
-        linear.register_parameter("bias", scaled.bias)
-        linear.train(scaled.training)
-        self.linear, self.layer_scale, self.init_value = linear, scaled.layer_scale, scaled.init_value
+        self.linear, self.layer_scale, self.init_value = scaled.unscaled(), scaled.layer_scale, scaled.init_value
         self.train(scaled.training)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
