@@ -1,6 +1,7 @@
 """Stability measures against hand computations (layerscale.stats.stability)."""
 
 import math
+import random
 
 import pytest
 
@@ -94,3 +95,17 @@ def test_a_draw_of_equal_reference_values_is_left_out_not_a_ratio_of_rounding():
     values = {0: 86.11999999999999, 1: 86.49, 2: 86.22}
     ratio = spread_ratio(values, reference, draws=2000, seed=0)
     assert ratio.high < 1e3 and ratio.draws < 2000
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pitman_morgan_equals_scipys_pearsonr_p_value(seed):
+    """The same p-value as ``scipy.stats.pearsonr`` on the sums and differences (to rounding), from exactly
+    rounded sums, so that it does not depend on the CPU's vector width."""
+    from scipy.stats import pearsonr
+
+    rng = random.Random(seed)
+    n = rng.choice([3, 4, 5, 10])
+    x = {s: rng.gauss(85, 1) for s in range(n)}
+    y = {s: rng.gauss(85, 2) for s in range(n)}
+    expected = pearsonr([x[s] + y[s] for s in range(n)], [x[s] - y[s] for s in range(n)]).pvalue
+    assert pitman_morgan(x, y) == pytest.approx(expected, rel=1e-9, abs=1e-15)

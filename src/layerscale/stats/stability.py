@@ -15,8 +15,10 @@ The product's claim is stability, so a study measures it rather than inferring i
 - **Equal spread of paired samples** (:func:`pitman_morgan`): Pitman (1939, *Biometrika* 31:9–12) and Morgan (1939,
   *Biometrika* 31:13–19): for paired ``x, y``, ``Var x = Var y`` exactly when ``x + y`` and ``x − y`` are
   uncorrelated, so the test of equal variances is the test of zero Pearson correlation between sums and
-  differences (``t = r √((n − 2)/(1 − r²))`` on ``n − 2`` degrees of freedom), computed by
-  ``scipy.stats.pearsonr``.
+  differences (``t = r √((n − 2)/(1 − r²))`` on ``n − 2`` degrees of freedom). The two-sided p-value is
+  ``scipy.stats.pearsonr``'s, ``2 I_{(1 − |r|)/2}(n/2 − 1, n/2 − 1)`` (the regularised incomplete beta function,
+  ``scipy.special.betainc``), with ``r`` summed exactly rounded (``math.fsum``) so that a table rebuilds to the same
+  bytes on any CPU (``pearsonr``'s vector sums and norms round differently with the CPU's vector width).
 - **Loss spikes** (:func:`loss_spikes`): the rule of Lightning Fabric's ``SpikeDetection`` callback
   (``lightning.fabric.utilities.spike``) with its defaults ``mode="min"``, ``window=10``, ``warmup=1``,
   ``rtol=2.0``, ``atol=None``, ``finite_only=True``: a value is a spike when it is not finite, or when it rose from
@@ -119,7 +121,7 @@ def spread_ratio(values: Mapping[int, float], reference: Mapping[int, float], dr
 def pitman_morgan(values: Mapping[int, float], reference: Mapping[int, float]) -> float:
     """The two-sided p-value of the Pitman–Morgan test of equal variances for the two arms paired by seed (see the
     module docstring). ``ValueError`` with fewer than 3 shared seeds."""
-    from scipy.stats import pearsonr
+    from scipy.special import betainc
 
     seeds = sorted(set(values) & set(reference))
     if len(seeds) < 3:
@@ -128,7 +130,14 @@ def pitman_morgan(values: Mapping[int, float], reference: Mapping[int, float]) -
     diffs = [values[s] - reference[s] for s in seeds]
     if seed_spread(sums) == 0 or seed_spread(diffs) == 0:  # y = x + c or y = c − x: the variances are equal
         return 1.0
-    return float(pearsonr(sums, diffs).pvalue)
+    n = len(seeds)
+    mean_sum, mean_diff = math.fsum(sums) / n, math.fsum(diffs) / n
+    centred_sums, centred_diffs = [a - mean_sum for a in sums], [b - mean_diff for b in diffs]
+    r = math.fsum(a * b for a, b in zip(centred_sums, centred_diffs)) / math.sqrt(
+        math.fsum(a * a for a in centred_sums) * math.fsum(b * b for b in centred_diffs))
+    r = max(-1.0, min(1.0, r))
+    half = n / 2 - 1
+    return float(min(1.0, 2 * betainc(half, half, (1 - abs(r)) / 2)))
 
 
 def loss_spikes(losses: Sequence[float], window: int = 10, rtol: float | None = 2.0, atol: float | None = None,
