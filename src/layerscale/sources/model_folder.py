@@ -23,7 +23,8 @@ from torch import nn
 
 from ..untrusted_files import UntrustedFileError, parse_json, read_regular_file, regular_files
 
-__all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "read_model_folder", "quiet_transformers",
+__all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "our_model_classes", "read_model_folder",
+           "quiet_transformers",
            "TOKENIZER_FILES", "tokenizer_files"]
 
 #: The files of a Hugging Face tokenizer (``save_pretrained`` of a tokenizer), copied into edited model folders.
@@ -67,12 +68,17 @@ def tokenizer_files(folder: Path) -> list[Path]:
     return [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
 
 
-def _ours(folder: Path, config: dict) -> nn.Module:
+def our_model_classes() -> dict[str, type]:
+    """The classes of our model folders by the ``architecture`` name their ``config.json`` gives."""
     from ..models.cait import CaiT
     from ..models.gpt import GPT
     from ..models.vit import VisionTransformer
 
-    classes = {cls.__name__: cls for cls in (VisionTransformer, CaiT, GPT)}
+    return {cls.__name__: cls for cls in (VisionTransformer, CaiT, GPT)}
+
+
+def _ours(folder: Path, config: dict) -> nn.Module:
+    classes = our_model_classes()
     name = config.get("architecture")
     if name not in classes:
         raise ValueError(f"{folder}: config.json describes a {name!r}; this reads {', '.join(classes)}")

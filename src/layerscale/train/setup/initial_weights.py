@@ -44,15 +44,14 @@ def _check_folder_settings(folder: Path, model: nn.Module) -> None:
     import torch
 
     from ...interop.settings import compare_settings, model_settings
-    from ...models import CaiT, GPT, VisionTransformer
     from ...models.hub_mixin import _read_config
-    from ...sources.model_folder import folder_kind
+    from ...sources.model_folder import folder_kind, our_model_classes
 
     kind, _ = folder_kind(folder)
     if kind != "layerscale":
         return
     architecture, saved_args = _read_config(folder / "config.json")
-    classes = {cls.__name__: cls for cls in (VisionTransformer, CaiT, GPT)}
+    classes = our_model_classes()
     if architecture not in classes:
         return  # the weights' keys are checked below
     try:
