@@ -6,7 +6,8 @@ read, as the design requires, and run only when every run of both folders has en
 Inputs, per confirmed study: the confirmation folder's ``results.csv`` and ``runs.csv`` (written by
 ``layerscale study --report-only``), its runs (``runs/`` or ``runs.tar.xz``) for the training-loss records, and the
 redo's ``results.csv`` for its verdicts. Outputs in the confirmation root: ``results.csv`` (one row per primary
-comparison), ``stability.csv`` (one row per stability comparison) and ``results.md``.
+comparison), ``stability.csv`` (one row per stability comparison), ``cpu_sensitivity.csv`` (the primary comparisons
+on the runs of one CPU kind: :mod:`evidence.confirm_cpu_kinds`) and ``results.md``.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from layerscale.study.report.results_table import ResultRow, read_results
 from layerscale.study.report.verdicts import ALPHA, verdict
 from layerscale.study.run.csv_rows import csv_text, read_rows
 
-__all__ = ["CONFIRMED", "confirmation", "primary_rows", "stability_rows", "spike_counts", "write_report"]
+from .confirm_cpu_kinds import MIN_SEEDS, cpu_counts, cpu_kind, read_each_run, sensitivity_rows
+
+__all__ = ["CONFIRMED", "confirmation", "primary_rows", "stability_rows", "spike_counts", "write_report", "SENSITIVITY_FIELDS"]
 
 #: confirmation folder name -> the redo it confirms (folders under docs/results)
 CONFIRMED = {"fashion": "fashion-grid", "depthbench": "depthbench-grid"}
 BOOTSTRAP_DRAWS, BOOTSTRAP_SEED = 2000, 0
 PRIMARY_FIELDS = ["study", "comparison", "redo_verdict", "n", "mean", "low", "high", "bootstrap_low",
                   "bootstrap_high", "p_raw", "p_adj", "verdict", "confirmation"]
+SENSITIVITY_FIELDS = ["study", "comparison", "cpu", "n", "mean", "low", "high", "p_raw", "verdict"]
 STABILITY_FIELDS = ["study", "method", "depth", "n", "spread", "reference_spread", "ratio", "low", "high", "p_raw",
                     "p_adj", "verdict"]
 
@@ -49,10 +53,6 @@ def confirmation(redo: str, confirm: str) -> str:
 
 def _key(row: ResultRow) -> tuple:
     return row.table, row.method, row.depth_from, row.depth
-
-
-def _label(row: ResultRow) -> str:
-    return f"{row.method}@{row.depth_from}:{row.depth}" if row.depth_from else f"{row.method}@{row.depth}"
 
 
 def _all_ended(folder: Path) -> None:
@@ -87,22 +87,13 @@ def primary_rows(root: Path, redo_root: Path) -> list[dict]:
     for p, p_adj in zip(found, adjusted):
         diff = p.row.interval("diff")
         called = verdict(diff, True, p_adj)
-        out.append({"study": p.study, "comparison": _label(p.row), "redo_verdict": p.redo_verdict,
+        out.append({"study": p.study, "comparison": p.row.comparison, "redo_verdict": p.redo_verdict,
                     "n": diff.n if diff else "", "mean": diff.mean if diff else "",
                     "low": diff.low if diff else "", "high": diff.high if diff else "",
                     "bootstrap_low": p.row["bootstrap_low"], "bootstrap_high": p.row["bootstrap_high"],
                     "p_raw": p.row.p("p_raw"), "p_adj": p_adj, "verdict": called,
                     "confirmation": confirmation(p.redo_verdict, called),
                     "shown": format_interval(diff, 1, signed=True) if diff else "—"})  # not a CSV column
-    return out
-
-
-def _per_seed(row: ResultRow) -> dict[int, float]:
-    out = {}
-    for item in row["test_per_seed"].split(";"):
-        if item:
-            seed, _, value = item.partition(":")
-            out[int(seed)] = float(value)
     return out
 
 
@@ -116,11 +107,11 @@ def stability_rows(root: Path) -> list[dict]:
         rows = [r for r in read_results(root / name / "results.csv") if r.table == "tuned"]
         deepest = max(r.depth for r in rows)
         reference = next(r for r in rows if r.depth == deepest and r.method == reference_method)
-        ref_values = _per_seed(reference)
+        ref_values = reference.test_by_seed()
         for row in rows:
             if row.depth != deepest or row is reference:
                 continue
-            values = _per_seed(row)
+            values = row.test_by_seed()
             ratio = spread_ratio(values, ref_values, draws=BOOTSTRAP_DRAWS, seed=BOOTSTRAP_SEED)
             found.append({"study": name, "method": row.method, "depth": deepest,
                           "n": len(set(values) & set(ref_values)),
@@ -148,27 +139,45 @@ def _train_losses(metrics: Path) -> list[float]:
     return out
 
 
-def spike_counts(folder: Path) -> dict[tuple[str, int], tuple[int, int, int, int]]:
-    """Per cell ``(method, depth)``: ``(runs, diverged runs, spikes in all, runs with a spike)``, from the runs'
-    training-loss records (``runs/``, or ``runs.tar.xz`` read in a temporary copy)."""
-    from layerscale.study.run.archive import is_packed, report_from_archive
-
-    runs = read_rows(folder / "runs.csv")
-
-    def count(study_dir: Path) -> dict:
-        cells: dict = {}
-        for run in runs:
-            key = (run["method"], int(run["depth"]))
-            spikes = loss_spikes(_train_losses(study_dir / "runs" / run["run_id"] / "metrics.jsonl"))
-            total = cells.get(key, (0, 0, 0, 0))
-            cells[key] = (total[0] + 1, total[1] + (run["status"] == "diverged"), total[2] + len(spikes),
-                          total[3] + bool(spikes))
-        return cells
-
-    return report_from_archive(folder, count)[0] if is_packed(folder) else count(folder)
+def spike_counts(folder: Path, losses: dict[str, list[float]]) -> dict[tuple[str, int], tuple[int, int, int, int]]:
+    """Per cell ``(method, depth)``: ``(runs, diverged runs, spikes in all, runs with a spike)``, from each run's
+    training-loss record (``losses``: run id -> the series, :func:`_train_losses`)."""
+    cells: dict = {}
+    for run in read_rows(folder / "runs.csv"):
+        key = (run["method"], int(run["depth"]))
+        spikes = loss_spikes(losses[run["run_id"]])
+        total = cells.get(key, (0, 0, 0, 0))
+        cells[key] = (total[0] + 1, total[1] + (run["status"] == "diverged"), total[2] + len(spikes),
+                      total[3] + bool(spikes))
+    return cells
 
 
-def _markdown(primary: list[dict], stability: list[dict], spikes: dict) -> str:
+def _run_records(folder: Path) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """Each run's training losses and CPU kind, read in one pass over ``runs/`` (or the archive's copy)."""
+    both = read_each_run(folder, lambda run_dir: (_train_losses(run_dir / "metrics.jsonl"), cpu_kind(run_dir)))
+    return {k: v[0] for k, v in both.items()}, {k: v[1] for k, v in both.items()}
+
+
+def _cpu_lines(counts: dict, sensitivity: list[dict]) -> list[str]:
+    kinds = sorted({kind for counter in counts.values() for kind in counter})
+    lines = ["", "## CPU kinds (sensitivity check, decided before any result was read)", "",
+             "Final runs per cell on each CPU kind (each run's `summary.json`, `environment`).", "",
+             "| study | method | depth | " + " | ".join(kinds) + " |", "|---|---|---|" + "---|" * len(kinds)]
+    for (study, method, depth), counter in sorted(counts.items()):
+        lines.append(f"| {study} | {method} | {depth} | " + " | ".join(str(counter[k]) for k in kinds) + " |")
+    lines += ["", "The primary comparisons repeated on the runs of one CPU kind (both arms of a seed on that kind; "
+              f"at least {MIN_SEEDS} seeds for every paired difference a comparison needs). Not a family and not "
+              "adjusted: the verdicts above are the design's; these say whether they rest on the mixture of CPUs.",
+              "", "| study | comparison | CPU kind | seeds | difference [95 % CI] | p | verdict (interval) |",
+              "|---|---|---|---|---|---|---|"]
+    for r in sensitivity:
+        shown = "—" if r["mean"] == "" else f"{r['mean']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"
+        p = format_p(r["p_raw"]) if r["p_raw"] != "" else "—"
+        lines.append(f"| {r['study']} | {r['comparison']} | {r['cpu']} | {r['n']} | {shown} | {p} | {r['verdict']} |")
+    return lines
+
+
+def _markdown(primary: list[dict], stability: list[dict], spikes: dict, cpu: list[str]) -> str:
     lines = ["# Confirmatory study on fresh seeds: results", "",
              "Generated by `python scripts/confirm_report.py` from the two folders' tables and runs "
              "(docs/results/confirm/DESIGN.md, fixed before the runs). Test accuracy, points; seeds 5–14.", "",
@@ -190,7 +199,7 @@ def _markdown(primary: list[dict], stability: list[dict], spikes: dict) -> str:
               "| study | method | depth | runs | diverged | spikes | runs with a spike |", "|---|---|---|---|---|---|---|"]
     for (study, method, depth), (runs, diverged, total, with_spike) in sorted(spikes.items()):
         lines.append(f"| {study} | {method} | {depth} | {runs} | {diverged} | {total} | {with_spike} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + cpu) + "\n"
 
 
 def write_report(root: Path, redo_root: Path) -> dict[str, Path]:
@@ -200,9 +209,15 @@ def write_report(root: Path, redo_root: Path) -> dict[str, Path]:
         _all_ended(root / name)
     primary = primary_rows(root, redo_root)
     stability = stability_rows(root)
-    spikes = {(name, m, d): v for name in CONFIRMED for (m, d), v in spike_counts(root / name).items()}
-    paths = {"results": root / "results.csv", "stability": root / "stability.csv", "markdown": root / "results.md"}
+    records = {name: _run_records(root / name) for name in CONFIRMED}
+    spikes = {(name, m, d): v for name in CONFIRMED
+              for (m, d), v in spike_counts(root / name, records[name][0]).items()}
+    counts = {(name, m, d): c for name in CONFIRMED for (m, d), c in cpu_counts(root / name, records[name][1]).items()}
+    sensitivity = sensitivity_rows(root, tuple(CONFIRMED), {name: records[name][1] for name in CONFIRMED})
+    paths = {"results": root / "results.csv", "stability": root / "stability.csv",
+             "sensitivity": root / "cpu_sensitivity.csv", "markdown": root / "results.md"}
     write_text_atomic(paths["results"], csv_text(primary, PRIMARY_FIELDS))
     write_text_atomic(paths["stability"], csv_text(stability, STABILITY_FIELDS))
-    write_text_atomic(paths["markdown"], _markdown(primary, stability, spikes))
+    write_text_atomic(paths["sensitivity"], csv_text(sensitivity, SENSITIVITY_FIELDS))
+    write_text_atomic(paths["markdown"], _markdown(primary, stability, spikes, _cpu_lines(counts, sensitivity)))
     return paths

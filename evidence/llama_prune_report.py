@@ -49,9 +49,9 @@ def _blocks(indices: list[int]) -> str:
     return " ".join(str(i + 1) for i in indices)
 
 
-def _final_models(work: Path, runs: list[dict]) -> list[tuple[str, float, int]]:
+def _final_models(work: Path, runs: list[dict], variants: tuple[str, ...]) -> list[tuple[str, float, int]]:
     models = []
-    for variant in plan.VARIANTS:
+    for variant in variants:
         rate = chosen_rate(runs, variant)
         if rate is not None:
             models += [(variant, rate, seed) for seed in plan.SEEDS
@@ -129,19 +129,40 @@ def _csv_text(fields: list[str], rows: list[dict]) -> str:
     return buffer.getvalue()
 
 
-def collect(work: str | Path, out: str | Path) -> None:
-    """``runs.csv``, ``pruning.csv``, ``healing.csv`` in ``out`` from the records under ``work``, then the report."""
+def _by_variant(rows: list[dict]) -> list[dict]:
+    """Rows in the design's variant order, each variant's rows in the order they came (a stable sort)."""
+    return sorted(rows, key=lambda r: plan.VARIANTS.index(r["variant"]))
+
+
+def collect(work: str | Path, out: str | Path, recorded_variants: tuple[str, ...] = ()) -> None:
+    """``runs.csv``, ``pruning.csv``, ``healing.csv`` in ``out`` from the records under ``work``, then the report.
+
+    The rows of ``recorded_variants`` are kept as ``out``'s tables hold them (their records are not under ``work``:
+    DESIGN.md, addendum of 2026-12-06 12:35 UTC); every other variant's rows come from ``work`` alone."""
     work, out = Path(work), Path(out)
-    runs = _run_rows(work)
-    pruning, healing = [], []
-    for variant, lr, seed in _final_models(work, runs):
+    unknown = sorted(set(recorded_variants) - set(plan.VARIANTS))
+    if unknown:
+        raise ValueError(f"recorded variants must be among {plan.VARIANTS}, got {unknown}")
+    kept = load_tables(out) if recorded_variants else Tables([], [], [])
+    if recorded_variants and not any(r["variant"] in recorded_variants for r in kept.runs):
+        raise ValueError(f"{out / 'runs.csv'} holds no rows of {list(recorded_variants)} to keep")
+
+    def recorded(rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["variant"] in recorded_variants]
+
+    fresh = [r for r in _run_rows(work) if r["variant"] not in recorded_variants]
+    runs = sorted(recorded(kept.runs) + fresh,
+                  key=lambda r: (plan.VARIANTS.index(r["variant"]), float(r["lr"]), int(r["seed"])))
+    pruning, healing = recorded(kept.pruning), recorded(kept.healing)
+    redone = tuple(v for v in plan.VARIANTS if v not in recorded_variants)
+    for variant, lr, seed in _final_models(work, runs, redone):
         folder = work / "prune" / plan.run_name(variant, lr, seed)
         rows = _pruning_rows(folder, variant, lr, seed)
         pruning += rows
         healing += _healing_rows(folder, variant, lr, seed, rows)
     write_text_atomic(out / "runs.csv", _csv_text(RUN_FIELDS, runs))
-    write_text_atomic(out / "pruning.csv", _csv_text(PRUNING_FIELDS, pruning))
-    write_text_atomic(out / "healing.csv", _csv_text(HEALING_FIELDS, healing))
+    write_text_atomic(out / "pruning.csv", _csv_text(PRUNING_FIELDS, _by_variant(pruning)))
+    write_text_atomic(out / "healing.csv", _csv_text(HEALING_FIELDS, _by_variant(healing)))
     write_report(out)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the confirmatory study's report (evidence.confirm_report) into docs/results/confirm/: results.csv,
-stability.csv, results.md. Refuses (exit 2, one line) until every run of both folders has ended.
+stability.csv, cpu_sensitivity.csv, results.md. Refuses (exit 2, one line) until every run of both folders has ended.
 
     python scripts/confirm_report.py
 """

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from evidence.confirm_cpu_kinds import sensitivity_rows
 from evidence.confirm_report import confirmation, write_report
-from layerscale.stats.intervals import paired_interval, p_value
+from layerscale.stats.intervals import paired_interval, p_value, welch_interval
 from layerscale.stats.multiplicity import holm
 
 SEEDS = range(5, 15)
@@ -24,8 +25,13 @@ def _write_csv(path, rows, columns):
             writer.writerow({k: row.get(k, "") for k in columns})
 
 
-def _study(root, name, depth, arms, redo_verdicts, spike_run=None):
-    """A finished confirmation folder: ``arms`` method -> per-seed accuracies (the first is the reference)."""
+XEON, EPYC = {"cpu": "Intel(R) Xeon(R) Processor", "cpu_capability": "AVX512"}, {"cpu": "AMD EPYC",
+                                                                                  "cpu_capability": "AVX2"}
+
+
+def _study(root, name, depth, arms, redo_verdicts, spike_run=None, cpu=lambda method, seed: XEON):
+    """A finished confirmation folder: ``arms`` method -> per-seed accuracies (the first is the reference);
+    ``cpu(method, seed)``: the environment each run's summary.json records."""
     folder = root / "confirm" / name
     reference, ref_values = next(iter(arms.items()))
     rows, runs = [], []
@@ -40,14 +46,16 @@ def _study(root, name, depth, arms, redo_verdicts, spike_run=None):
         rows.append(row)
         for seed in SEEDS:
             run_id = f"{method}-d{depth}-lr0.001-s{seed}"
-            runs.append({"run_id": run_id, "method": method, "depth": depth, "status": "finished"})
+            runs.append({"run_id": run_id, "kind": "final", "method": method, "depth": depth, "lr": 0.001,
+                         "seed": seed, "status": "finished"})
             losses = [2.0, 1.8, 1.7, 1.6, 1.5] + ([9.0] if (method, seed) == spike_run else []) + [1.4]
             metrics = folder / "runs" / run_id / "metrics.jsonl"
             metrics.parent.mkdir(parents=True, exist_ok=True)
             metrics.write_text("".join(json.dumps({"step": 10 * (i + 1), "split": "train", "loss": v}) + "\n"
                                        for i, v in enumerate(losses)))
+            (metrics.parent / "summary.json").write_text(json.dumps({"environment": cpu(method, seed)}))
     _write_csv(folder / "results.csv", rows, COLUMNS)
-    _write_csv(folder / "runs.csv", runs, ["run_id", "method", "depth", "status"])
+    _write_csv(folder / "runs.csv", runs, ["run_id", "kind", "method", "depth", "lr", "seed", "status"])
     (folder / "study.json").write_text(json.dumps({"reference": reference}))
     redo = [{"table": "tuned", "method": m, "depth": depth, "family": "primary", "verdict": v}
             for m, v in redo_verdicts.items()]
@@ -96,3 +104,72 @@ def test_the_report_waits_for_every_run(tmp_path):
     with pytest.raises(ValueError, match="1 run\\(s\\) have not ended"):
         write_report(tmp_path / "confirm", tmp_path)
     assert not (tmp_path / "confirm" / "results.md").exists()
+
+
+def test_the_cpu_kinds_are_counted_and_each_primary_comparison_repeated_on_one_kind(tmp_path):
+    base = [85.0, 85.4, 84.8, 85.2, 85.1, 84.9, 85.3, 85.0, 84.7, 85.2]
+    better = [v + 1.0 + 0.05 * (i % 3) for i, v in enumerate(base)]
+
+    def fashion_cpu(method, seed):  # seeds 5-11 on the Xeon; 12-14 on the EPYC, but layerscale's seed 12 not
+        return EPYC if seed >= 12 and not (method == "layerscale" and seed == 12) else XEON
+
+    _study(tmp_path, "fashion", 48, {"prenorm": base, "layerscale": better}, {"layerscale": "better"},
+           cpu=fashion_cpu)
+    _study(tmp_path, "depthbench", 32, {"prenorm": base, "hc": better}, {"hc": "better"},
+           cpu=lambda method, seed: XEON if seed < 9 else EPYC)
+    paths = write_report(tmp_path / "confirm", tmp_path)
+    with paths["sensitivity"].open() as f:
+        rows = {(r["study"], r["cpu"]): r for r in csv.DictReader(f)}
+    xeon, epyc = "Intel(R) Xeon(R) Processor, AVX512", "AMD EPYC, AVX2"
+    seeds = dict(zip(range(5, 15), range(10)))
+    on_xeon = paired_interval({s: better[i] for s, i in seeds.items() if s <= 12},
+                              {s: base[i] for s, i in seeds.items() if s <= 11})  # seed 12: the arms differ
+    row = rows[("fashion", xeon)]
+    assert int(row["n"]) == 7 and float(row["mean"]) == pytest.approx(on_xeon.mean)
+    assert float(row["low"]) == pytest.approx(on_xeon.low) and row["verdict"] == "better"
+    # two seeds with both arms on the EPYC: no interval, said so
+    assert rows[("fashion", epyc)]["n"] == "2" and rows[("fashion", epyc)]["mean"] == ""
+    assert rows[("fashion", epyc)]["verdict"] == "fewer than 3 seeds"
+    assert int(rows[("depthbench", epyc)]["n"]) == 6 and int(rows[("depthbench", xeon)]["n"]) == 4
+    markdown = paths["markdown"].read_text()
+    assert f"| study | method | depth | {epyc} | {xeon} |" in markdown
+    assert "| fashion | layerscale | 48 | 2 | 8 |" in markdown and "| fashion | prenorm | 48 | 3 | 7 |" in markdown
+    assert "| fashion | layerscale@48 | AMD EPYC, AVX2 | 2 | — | — | fewer than 3 seeds |" in markdown
+
+
+def test_an_interaction_on_one_cpu_kind_is_welchs_interval_of_its_paired_differences(tmp_path):
+    folder = tmp_path / "depthbench"
+    shallow = {"prenorm": [80.0, 80.5, 79.5, 80.2], "hc": [80.1, 80.4, 79.9, 80.0]}
+    deep = {"prenorm": [83.0, 83.6, 82.9, 83.1], "hc": [84.5, 84.9, 84.0, 84.8]}
+    seeds = (5, 6, 7, 8)
+    rows = [{"table": "tuned", "method": m, "depth": d, "test_per_seed": ";".join(f"{s}:{v}" for s, v in
+                                                                                   zip(seeds, values[m]))}
+            for d, values in ((4, shallow), (32, deep)) for m in ("prenorm", "hc")]
+    rows.append({"table": "interaction", "method": "hc", "depth_from": 4, "depth": 32, "family": "primary"})
+    _write_csv(folder / "results.csv", rows, COLUMNS)
+    runs = [{"run_id": f"{m}-{d}-{s}", "kind": "final", "method": m, "depth": d, "lr": 0.001, "seed": s,
+             "status": "finished"} for d in (4, 32) for m in ("prenorm", "hc") for s in seeds]
+    _write_csv(folder / "runs.csv", runs, ["run_id", "kind", "method", "depth", "lr", "seed", "status"])
+    (folder / "study.json").write_text(json.dumps({"reference": "prenorm"}))
+    kinds = {r["run_id"]: "A" for r in runs}
+    kinds["hc-4-8"] = "B"  # seed 8 at depth 4 leaves kind A: 3 pairs there, 4 at depth 32
+    [row] = [r for r in sensitivity_rows(tmp_path, ("depthbench",), {"depthbench": kinds}) if r["cpu"] == "A"]
+
+    def paired(values, keep):
+        return paired_interval({s: v for s, v in zip(seeds, values["hc"]) if s in keep},
+                               {s: v for s, v in zip(seeds, values["prenorm"]) if s in keep})
+
+    expected = welch_interval(paired(deep, seeds), paired(shallow, seeds[:3]))
+    assert row["comparison"] == "hc@4:32" and row["n"] == 3
+    assert row["mean"] == pytest.approx(expected.mean) and row["low"] == pytest.approx(expected.low)
+    assert row["verdict"] == ("better" if expected.low > 0 else "within noise")
+
+
+def test_a_run_without_a_recorded_cpu_is_unrecorded(tmp_path):
+    from evidence.confirm_cpu_kinds import UNRECORDED, cpu_kind
+
+    assert cpu_kind(tmp_path) == UNRECORDED  # no summary.json
+    (tmp_path / "summary.json").write_text(json.dumps({"environment": {"cpu": "AMD EPYC"}}))
+    assert cpu_kind(tmp_path) == UNRECORDED  # no capability
+    (tmp_path / "summary.json").write_text(json.dumps({"environment": EPYC}))
+    assert cpu_kind(tmp_path) == "AMD EPYC, AVX2"

@@ -193,3 +193,37 @@ def test_withdrawn_healing_rows_print_withdrawn_and_why_not_their_numbers(tmp_pa
     full_4, lora_4, full_8, lora_8 = (c.strip() for c in cells[3:])
     assert full_4 == full_8 == "withdrawn" and "withdrawn" not in lora_4 + lora_8  # LoRA's rows stand
     assert "Withdrawn, prenorm healed with full: a planted reason." in text
+
+
+def test_collect_keeps_the_recorded_variants_rows_and_takes_the_others_from_the_new_records(tmp_path, planted):
+    _, out = planted
+    before = report.load_tables(out)
+    redo = tmp_path / "redo"  # the LayerScale variant alone, a new draw: other losses, another chosen rate
+    for lr, loss in zip(plan.GRID, (3.0, 2.9, 2.2, 2.4)):
+        _run(redo, "layerscale", lr, 0, loss)
+    for seed in plan.SEEDS:
+        if seed:
+            _run(redo, "layerscale", 4e-3, seed, 2.3)
+        _curves(redo, "layerscale", 4e-3, seed, {c: [[5], [5, 6]] for c in plan.criteria("layerscale")}, 0.07)
+    report.collect(redo, out, ("prenorm",))
+    after = report.load_tables(out)
+    for table in ("runs", "pruning", "healing"):
+        kept = [r for r in getattr(after, table) if r["variant"] == "prenorm"]
+        assert kept and kept == [r for r in getattr(before, table) if r["variant"] == "prenorm"]
+    assert report.chosen_rate(after.runs, "layerscale") == 4e-3
+    assert len([r for r in after.runs if r["variant"] == "layerscale"]) == 6  # the 4 grid rows and seeds 1-2
+    layerscale = [r for r in after.pruning if r["variant"] == "layerscale"]
+    assert {r["lr"] for r in layerscale} == {"0.004"} and {r["blocks"] for r in layerscale if r["n"] == "1"} == {"6"}
+    assert not [r for r in after.healing if r["variant"] == "layerscale"]  # none of the old healing rows survive
+    assert [r["variant"] for r in after.pruning] == sorted((r["variant"] for r in after.pruning),
+                                                           key=plan.VARIANTS.index)
+
+
+def test_collect_refuses_unknown_or_absent_recorded_variants(tmp_path, planted):
+    work, out = planted
+    with pytest.raises(ValueError, match="recorded variants must be among"):
+        report.collect(work, out, ("postnorm",))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="holds no rows of"):
+        report.collect(work, empty, ("prenorm",))

@@ -62,6 +62,21 @@ class ResultRow:
     def p(self, which: str = "p_adj") -> float | None:
         return float(self[which]) if self[which] else None
 
+    @property
+    def comparison(self) -> str:
+        """The row as the primary family declares it: ``method@depth``, or ``method@from:to`` for an across-depth
+        comparison (the form :mod:`layerscale.study.report.verdicts` parses)."""
+        return f"{self.method}@{self.depth_from}:{self.depth}" if self.depth_from else f"{self.method}@{self.depth}"
+
+    def test_by_seed(self) -> dict[int, float]:
+        """``{seed: test value}`` from ``test_per_seed`` (``5:86.1;6:85.9``); empty when the row has none."""
+        out = {}
+        for item in self["test_per_seed"].split(";"):
+            if item:
+                seed, _, value = item.partition(":")
+                out[int(seed)] = float(value)
+        return out
+
     def interval(self, name: str) -> Interval | None:
         """The row's ``name`` interval (``test``, ``diff``, ``val_best``, ``steps_to_target``), or ``None``."""
         return row_interval(self.fields, name)
