@@ -106,6 +106,22 @@ def test_report_only_from_the_archive_alone_equals_report_only_from_the_run_fold
         sorted(p.name for p in (unpacked / "report_figures").iterdir())
 
 
+def test_report_only_writes_nothing_through_a_link_in_a_packed_study(study, tmp_path, capsys):
+    packed = _copy(study, tmp_path / "packed")
+    assert main(["study", "--out", str(packed), "--pack"]) == 0
+    shutil.rmtree(packed / "runs")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (packed / "report_figures").symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in packed.iterdir())
+    capsys.readouterr()
+    assert main(["study", "--out", str(packed), "--report-only"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "report_figures: a symbolic link in the study folder" in err
+    assert not list(outside.iterdir())  # nothing landed outside the study folder
+    assert sorted(p.name for p in packed.iterdir()) == before  # and nothing was written inside it
+
+
 def test_the_archive_holds_every_record_but_no_checkpoint_and_compacts_only_diagnostics(study, tmp_path):
     folder = _copy(study, tmp_path / "study")
     result = pack_runs(folder)

@@ -255,17 +255,35 @@ def _extracted_copy(study_dir: Path) -> Iterator[Path]:
         yield copy
 
 
+def _link_on_the_way(study_dir: Path, relative: Path) -> Path | None:
+    """The first symbolic link among ``study_dir / relative`` and the folders leading to it (below ``study_dir``),
+    or ``None``: a shared study folder may hold a link, and a file written through it lands outside the folder."""
+    for count in range(1, len(relative.parts) + 1):
+        path = study_dir.joinpath(*relative.parts[:count])
+        if path.is_symlink():
+            return path
+    return None
+
+
 def _copy_back(written: Path, study_dir: Path) -> None:
     """Every file under ``written`` (not ``runs/``) whose bytes differ from ``study_dir``'s (or that it lacks),
-    into ``study_dir``, each atomically."""
+    into ``study_dir``, each atomically. ``ValueError`` naming the link, before any file is written, when a target
+    or a folder on its way is a symbolic link (no file is written or compared through a link)."""
+    pending = []
     for path in sorted(written.rglob("*")):
         relative = path.relative_to(written)
         if relative.parts[0] == RUNS_DIR or not path.is_file():
             continue
+        link = _link_on_the_way(study_dir, relative)
+        if link is not None:
+            raise ValueError(f"{link}: a symbolic link in the study folder; expected a regular file or folder "
+                             f"there to write {relative} (no file is written through a link)")
         data = path.read_bytes()
         target = study_dir / relative
         if target.is_file() and target.read_bytes() == data:
             continue
+        pending.append((target, data))
+    for target, data in pending:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(target, data)
 
