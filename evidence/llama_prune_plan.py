@@ -29,11 +29,10 @@ SAMPLES = 128
 BOOTSTRAP = 1000
 #: the loss rise (nats) that counts as "perplexity broke" for question 1
 DELTA = 0.1
-#: (variant, healing mode) whose healed rows are withdrawn, with why (DESIGN.md, addendum of 2026-12-06 10:40 UTC):
-#: the rows stay in healing.csv as recorded; the report prints "withdrawn" in their place
-WITHDRAWN = {("layerscale", "lora"): "the LoRA merge scaled the adapters of the γ-carrying o_proj and down_proj by "
-                                     "γ, so the healed model evaluated was not the one trained (fixed in the library "
-                                     "on 2026-12-06; DESIGN.md, addendum of 10:40 UTC)"}
+#: (variant, healing mode) whose healed rows are withdrawn, with why: the report prints "withdrawn" in their place.
+#: Empty since the LayerScale variant was redone with the fixed LoRA merge (DESIGN.md, addenda of 2026-12-06 10:40,
+#: 12:35 and 13:38 UTC; the withdrawn rows are kept in docs/results/llama-prune/superseded/healing.csv)
+WITHDRAWN: dict[tuple[str, str], str] = {}
 
 
 def run_name(variant: str, lr: float, seed: int) -> str:
