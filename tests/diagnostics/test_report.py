@@ -176,3 +176,12 @@ def test_figures_survive_diverged_and_degenerate_records():
         figure.savefig(io.BytesIO(), format="png")  # draws every artist: no error on NaN, inf or zeros
     curve = figure_curves([run]).axes[0].get_lines()[0]
     assert list(curve.get_xdata()) == [1]  # the non-finite event is not a point of the loss curve
+
+
+def test_no_figure_is_written_through_a_linked_figures_folder(trained_runs, tmp_path, capsys):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "one_figures").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ValueError, match="one_figures: a symbolic link; expected a folder"):
+        write_report([trained_runs["layerscale"]], tmp_path / "one.html")
+    assert not list(outside.iterdir()) and not (tmp_path / "one.html").exists()

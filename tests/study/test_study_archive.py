@@ -122,6 +122,18 @@ def test_report_only_writes_nothing_through_a_link_in_a_packed_study(study, tmp_
     assert sorted(p.name for p in packed.iterdir()) == before  # and nothing was written inside it
 
 
+def test_report_only_on_run_folders_writes_no_figure_through_a_link(study, tmp_path, capsys):
+    folder = _copy(study, tmp_path / "unpacked")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (folder / "report_figures").symlink_to(outside, target_is_directory=True)
+    capsys.readouterr()
+    assert main(["study", "--out", str(folder), "--report-only"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "report_figures: a symbolic link" in err
+    assert not list(outside.iterdir())
+
+
 def test_the_archive_holds_every_record_but_no_checkpoint_and_compacts_only_diagnostics(study, tmp_path):
     folder = _copy(study, tmp_path / "study")
     result = pack_runs(folder)

@@ -186,12 +186,15 @@ def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSe
     """Write ``sections`` as one self-contained HTML page at ``out_path`` (figures embedded as base64 PNG, each
     also written to ``<out stem>_figures/<section file stem>.png``): the title, a generated-by line, the trusted
     ``intro_html``, then each section's heading, paragraph, figure and trusted HTML. Every file is written
-    atomically. Raises ``ValueError`` when ``out_path`` does not end in ``.html``."""
+    atomically. Raises ``ValueError`` when ``out_path`` does not end in ``.html`` or its figures folder is a link."""
     out = Path(out_path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"report path must end in .html, got {str(out)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
     figures_dir = out.parent / f"{out.stem}_figures"
+    if figures_dir.is_symlink():  # a shared folder's link would put the figures wherever it points
+        raise ValueError(f"{figures_dir}: a symbolic link; expected a folder or nothing there (no figure is "
+                         "written through a link)")
     figures_dir.mkdir(exist_ok=True)
     report = Report(out)
     blocks = []
