@@ -1,5 +1,5 @@
-"""The training configuration: four dataclass sections (model, data, optim, run), validated once, before anything
-is written.
+"""The training configuration: five dataclass sections (model, data, optim, run, diagnostics), validated once,
+before anything is written.
 
 Contract of :meth:`TrainConfig.from_dict`: every key must be known, every value of the declared type (an ``int``
 is accepted where a ``float`` is declared; ``bool`` is never an ``int``), inside its declared range or choices, and
