@@ -101,7 +101,7 @@ def test_config_settings_refuses_foreign_configs(tmp_path):
         config_settings({"model_type": "vit"})
     bad = tmp_path / "config.json"
     bad.write_text("[" * 100_000)
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(ValueError, match="config.json: refused \\(nested too deep\\)"):
         config_settings(bad)
 
 
@@ -123,3 +123,18 @@ def test_convert_checks_a_source_config_against_the_model(tmp_path, capsys):
     assert "--source-config is checked against a model" in capsys.readouterr().err
     assert main(["convert", str(src), str(dst)]) == 0
     assert "not checked (keys cannot show them" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_source_config_that_is_a_fifo_or_a_link_is_refused_without_reading_it(tmp_path, kind):
+    import os
+
+    from layerscale.interop.settings import config_settings
+
+    path = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it for reading would block forever
+    else:
+        path.symlink_to("/dev/zero")  # reading it would never end
+    with pytest.raises(ValueError, match="refused"):
+        config_settings(path)

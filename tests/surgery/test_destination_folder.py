@@ -1,5 +1,5 @@
-"""``prune`` / ``grow`` refuse, before any work, a DEST that is the source or holds it: replacing DEST (``--force``)
-would delete the source."""
+"""``prune`` / ``grow`` refuse, before any work, a DEST that is the source, holds it or lies inside it: replacing
+DEST (``--force``) would delete the source or part of it (a run's checkpoints)."""
 
 from __future__ import annotations
 
@@ -33,4 +33,19 @@ def test_grow_with_force_into_the_sources_parent_keeps_the_source(tmp_path, caps
     assert main(["grow", str(source), "--insert", "1", "--out", str(tmp_path / "models"), "--force"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and f"holds the source {source}" in err
+    assert _hashes(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["prune", "grow"])
+def test_a_destination_inside_the_source_is_refused_and_its_checkpoints_kept(tmp_path, capsys, command):
+    source = tmp_path / "models" / "vit"
+    create_model("vit", img_size=8, patch_size=4, in_chans=1, num_classes=3, embed_dim=16, depth=2,
+                 num_heads=2).save_pretrained(source)
+    (source / "checkpoints").mkdir()
+    (source / "checkpoints" / "weights.bin").write_bytes(b"trained")
+    before = _hashes(tmp_path)
+    action = ["--remove", "1", "--blocks", "0"] if command == "prune" else ["--insert", "1"]
+    assert main([command, str(source), *action, "--out", str(source / "checkpoints"), "--force"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"lies inside the source {source}" in err
     assert _hashes(tmp_path) == before

@@ -155,13 +155,13 @@ def config_settings(config: Any) -> dict[str, Any]:
     """The settings stated by a Hugging Face DINOv2 config: a ``transformers`` config object, its ``to_dict()``,
     or the path of its ``config.json``. Raises ``ValueError`` for anything else."""
     if isinstance(config, (str, os.PathLike)):
+        from ..untrusted_files import read_json_file
+
         path = Path(config)
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
+        try:  # read as a hostile file: no link followed, no FIFO opened, the size bounded before reading
+            config = read_json_file(path)
         except FileNotFoundError:
             raise FileNotFoundError(f"no such config file: {path}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise ValueError(f"cannot read {path} as a JSON config: {type(exc).__name__}") from None
     if not isinstance(config, Mapping):
         to_dict = getattr(config, "to_dict", None)
         if to_dict is None:

@@ -34,8 +34,8 @@ read_source_model = read_source
 
 def check_destination_folder(dest: str | os.PathLike, force: bool, source: str | os.PathLike | None = None) -> Path:
     """Refuse (before any work) a DEST that exists and is not an empty folder without ``force``, a DEST that is
-    the source or holds it (replacing DEST would delete the source, even with ``force``), or one that cannot be
-    written."""
+    the source, holds it or lies inside it (replacing DEST would delete the source or part of it, even with
+    ``force``), or one that cannot be written."""
     dest = Path(dest)
     if source is not None:
         target, origin = dest.resolve(), Path(source).resolve()
@@ -44,6 +44,9 @@ def check_destination_folder(dest: str | os.PathLike, force: bool, source: str |
         if target in origin.parents:
             raise ValueError(f"--out {dest} holds the source {source}; replacing it would delete the source: write "
                              "the edited model to another folder")
+        if origin in target.parents:
+            raise ValueError(f"--out {dest} lies inside the source {source}; writing there could replace the "
+                             "source's own files (its checkpoints): write the edited model outside it")
     if dest.exists():
         if not dest.is_dir():
             raise FileExistsError(f"{dest} exists and is not a folder")
