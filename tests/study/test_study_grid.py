@@ -141,3 +141,15 @@ def test_the_summary_names_the_primary_cells_extra_seeds():
     assert "mean over 3 seed(s) (5 in the primary family's cells) with the 95 % t-interval" in markdown
     plain = StudySpec(("prenorm", "layerscale"), (2, 4), (0, 1, 2), TINY_BASE)
     assert ", over 3 seeds; the test split" in plain_paragraph(plain, [], metric)
+
+
+@pytest.mark.parametrize("lr", [-1.0, 0.0, float("nan"), float("inf"), "abc", True])
+def test_a_shared_rate_that_is_not_a_positive_number_is_refused(lr, tmp_path, capsys):
+    base = {**TINY_BASE, "optim": {**TINY_BASE["optim"], "lr": lr}}
+    with pytest.raises(ValueError, match=r"--lr \(optim.lr, the shared rate\) must be a positive number"):
+        StudySpec(("prenorm", "layerscale"), (2,), (0,), base)
+    if isinstance(lr, float):
+        from layerscale.cli import main
+
+        assert main(["study", "--dry-run", "--preset", "demo", "--out", str(tmp_path / "s"), f"--lr={lr}"]) == 2
+        assert "must be a positive number" in capsys.readouterr().err and not (tmp_path / "s").exists()

@@ -147,6 +147,9 @@ class StudySpec:
         for lr in self.lrs:
             if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
                 raise ValueError(f"--lrs must be positive numbers, got {list(self.lrs)}")
+        shared = self.base.get("optim", {}).get("lr", 1e-3) if isinstance(self.base.get("optim"), dict) else 1e-3
+        if isinstance(shared, bool) or not isinstance(shared, (int, float)) or not math.isfinite(shared) or shared <= 0:
+            raise ValueError(f"--lr (optim.lr, the shared rate) must be a positive number, got {shared!r}")
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"--reference {self.reference!r} is not one of the studied methods "
                              f"({', '.join(self.methods)})")
