@@ -122,6 +122,8 @@ def test_cli_prune_hf_by_blocks(tmp_path, capsys):
     (["prune", "{src}", "--blocks", "0,1"], "N < L"),
     (["prune", "{src}", "--remove", "1", "--by", "gamma"], "needs evaluation data"),
     (["prune", "{src}", "--remove", "1", "--by", "depth"], "unknown criterion"),
+    (["prune", "{src}", "--remove", "1", "--by", "gamma", "--examples", "-3"], "--examples must be >= 1, got -3"),
+    (["prune", "{src}", "--remove", "1", "--by", "gamma", "--seq-len", "1"], "--seq-len must be >= 2, got 1"),
 ])
 def test_cli_bad_arguments_one_line_rc2_nothing_written(tmp_path, capsys, args, match):
     source = _hf_folder(tmp_path)

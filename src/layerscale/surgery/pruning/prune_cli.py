@@ -121,13 +121,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--heal-lr must be > 0, got {args.heal_lr}")
     if args.heal_lr is not None and not args.heal_steps:
         raise ValueError("--heal-lr needs --heal-steps K, the number of healing steps")
-    for name, value in (("--heal-steps", args.heal_steps), ("--examples", args.examples - 1),
-                        ("--batch-size", args.batch_size - 1), ("--lora-rank", args.lora_rank - 1),
-                        ("--heal-batch-size", args.heal_batch_size - 1), ("--samples", args.samples - 1),
-                        ("--seq-len", args.seq_len - 2)):
-        if value < 0:
-            bound = {"--heal-steps": 0, "--seq-len": 2}.get(name, 1)
-            raise ValueError(f"{name} must be >= {bound}")
+    for name, value, bound in (("--heal-steps", args.heal_steps, 0), ("--examples", args.examples, 1),
+                               ("--batch-size", args.batch_size, 1), ("--lora-rank", args.lora_rank, 1),
+                               ("--heal-batch-size", args.heal_batch_size, 1), ("--samples", args.samples, 1),
+                               ("--seq-len", args.seq_len, 2)):
+        if value < bound:
+            raise ValueError(f"{name} must be >= {bound}, got {value}")
     analysis_device(args.device)  # a device this machine has, in one line (as analyze), before anything is read
     dest = check_destination_folder(args.out, args.force, args.source)
     report = report_folder(args)
