@@ -40,12 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ...layers.layer_scale import check_init_value
+    from ...train.config.schema import MAX_SEED
     from .grow import grow
     from ..model_files import check_destination_folder, read_source_model
     from ..surgery_output import finish_write
 
     if args.insert < 1:
         raise ValueError(f"--insert must be >= 1, got {args.insert}")
+    if not 0 <= args.seed <= MAX_SEED:  # as train's run.seed
+        raise ValueError(f"--seed must be in [0, 2**63 - 1], got {args.seed}")
     gamma = check_init_value(args.gamma, "--gamma")
     dest = check_destination_folder(args.out, args.force, args.source)
     source = read_source_model(args.source, args.config)
