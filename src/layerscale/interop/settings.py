@@ -30,7 +30,6 @@ Settings (one vocabulary for every code base):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping

@@ -49,6 +49,11 @@ def format_lr(lr: float | None) -> str:
     return "not tuned yet" if lr is None else f"{lr:g}"
 
 
+
+def _is_rate(value) -> bool:
+    """A learning rate: a finite number above 0 (a bool is no number here)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: what it varies, whether it tunes or reports, its pause step (0: full budget) and its config."""
@@ -144,11 +149,10 @@ class StudySpec:
                              ("lrs", self.lrs)):
             if len(set(values)) != len(values):
                 raise ValueError(f"--{name} lists a value twice: {list(values)}")
-        for lr in self.lrs:
-            if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-                raise ValueError(f"--lrs must be positive numbers, got {list(self.lrs)}")
+        if not all(_is_rate(lr) for lr in self.lrs):
+            raise ValueError(f"--lrs must be positive numbers, got {list(self.lrs)}")
         shared = self.base.get("optim", {}).get("lr", 1e-3) if isinstance(self.base.get("optim"), dict) else 1e-3
-        if isinstance(shared, bool) or not isinstance(shared, (int, float)) or not math.isfinite(shared) or shared <= 0:
+        if not _is_rate(shared):
             raise ValueError(f"--lr (optim.lr, the shared rate) must be a positive number, got {shared!r}")
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"--reference {self.reference!r} is not one of the studied methods "
