@@ -101,8 +101,8 @@ def sensitivity_rows(root: Path, names: tuple[str, ...], kinds: dict[str, dict[s
         cells = {(r.method, r.depth): r.test_by_seed() for r in rows if r.table == "tuned"}
         seed_kinds = _seed_kinds(folder, kinds[name])
         for row in (r for r in rows if r.family == "primary"):
+            depths = (row.depth_from, row.depth) if row.depth_from else (row.depth,)
             for kind in sorted(set(seed_kinds.values())):
-                depths = (row.depth_from, row.depth) if row.depth_from else (row.depth,)
                 diffs = [_paired_on(kind, row.method, d, cells, reference, seed_kinds) for d in depths]
                 n = min(d.n if d else 0 for d in diffs)
                 result = {"study": name, "comparison": row.comparison, "cpu": kind, "n": n, "mean": "", "low": "",

@@ -26,7 +26,8 @@ from layerscale.study.run.csv_rows import csv_text, read_rows
 
 from .confirm_cpu_kinds import MIN_SEEDS, cpu_counts, cpu_kind, read_each_run, sensitivity_rows
 
-__all__ = ["CONFIRMED", "confirmation", "primary_rows", "stability_rows", "spike_counts", "write_report", "SENSITIVITY_FIELDS"]
+__all__ = ["CONFIRMED", "SENSITIVITY_FIELDS", "confirmation", "primary_rows", "stability_rows", "spike_counts",
+           "write_report"]
 
 #: confirmation folder name -> the redo it confirms (folders under docs/results)
 CONFIRMED = {"fashion": "fashion-grid", "depthbench": "depthbench-grid"}

@@ -136,8 +136,8 @@ def prune(variants: tuple[str, ...] = plan.VARIANTS, jobs: int = 1) -> None:
     for variant in variants:
         rate = chosen_rate(variant, jobs)
         _train_many([(variant, rate, seed) for seed in plan.SEEDS], need_model=True, jobs=jobs)
-        models += [(variant, _run_dir(variant, rate, seed) / "model", WORK / "prune" / plan.run_name(variant, rate, seed))
-                   for seed in plan.SEEDS]
+        models += [(variant, _run_dir(variant, rate, seed) / "model",
+                    WORK / "prune" / plan.run_name(variant, rate, seed)) for seed in plan.SEEDS]
     _prune_all([_prune_command(model, base / "curves", ["--by", ",".join(plan.criteria(variant)), "--remove",
                                                         str(plan.MAX_REMOVED)])
                 for variant, model, base in models], jobs)

@@ -115,7 +115,8 @@ def test_cli_prune_hf_by_blocks(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,match", [
     (["grow", "{src}", "--insert", "0"], "--insert must be >= 1"),
-    (["grow", "{src}", "--insert", "1", "--init", "random", "--seed", "-1"], "--seed must be in [0, 2**63 - 1], got -1"),
+    (["grow", "{src}", "--insert", "1", "--init", "random", "--seed", "-1"],
+     "--seed must be in [0, 2**63 - 1], got -1"),
     (["grow", "{src}", "--insert", "1", "--seed", str(2 ** 70)], f"got {2 ** 70}"),
     (["grow", "{src}", "--insert", "1", "--where", "after:5"], "past the depth"),
     (["grow", "{missing}", "--insert", "1"], "no such model folder"),
