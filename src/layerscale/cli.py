@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
+from typing import NoReturn
 
 from .suggest import did_you_mean
 
@@ -43,12 +45,25 @@ class HelpFormatter(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, ``<prog>: error: <what was wrong>; see <prog> --help``, with
+    exit status 2 — not the whole usage block (28 lines for ``study``) above it. A value a type check refused
+    (``--jobs abc``, ``--start-window 0``) is named in the line; a message that repeats its option
+    (``argument --x: --x must ...``) names it once."""
+
+    def error(self, message: str) -> NoReturn:
+        from .messages import one_line
+
+        message = re.sub(r"^argument (\S+): \1 ", r"argument \1: ", message)
+        self.exit(2, f"{self.prog}: error: {one_line(message)}; see {self.prog} --help\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser. Only ``command``'s module is imported (all of them when ``command`` is ``None``): the other
     sub-commands get their help line from :data:`COMMANDS`, so ``layerscale --help`` imports no module (nor torch)."""
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="layerscale", description="Train deeper transformers that stay stable.")
+    parser = OneLineParser(prog="layerscale", description="Train deeper transformers that stay stable.")
     parser.add_argument("--version", action="version", version=f"torch-layerscale {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():

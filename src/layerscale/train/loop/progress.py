@@ -7,11 +7,12 @@ terminal of size 0 × 0, as some job consoles report, would show neither bar nor
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from datetime import timedelta
 from typing import Any
+
+from ...terminal import is_terminal
 
 __all__ = ["Progress", "format_metrics"]
 
@@ -24,14 +25,6 @@ def format_metrics(values: dict[str, Any]) -> str:
         else:
             parts.append(f"{key} {value}")
     return "  ".join(parts)
-
-
-def _terminal_has_width(stream: Any) -> bool:
-    """Whether ``stream`` is a terminal that reports a width of at least one column."""
-    try:
-        return bool(stream.isatty()) and os.get_terminal_size(stream.fileno()).columns > 0
-    except (AttributeError, ValueError, OSError):
-        return False
 
 
 class Progress:
@@ -49,7 +42,7 @@ class Progress:
                 if self.mode == "bar":
                     raise ImportError("run.progress: bar needs tqdm: pip install 'torch-layerscale[train]'") from None
                 tqdm = None
-            if tqdm is not None and (self.mode == "bar" or _terminal_has_width(sys.stderr)):
+            if tqdm is not None and (self.mode == "bar" or is_terminal(sys.stderr)):
                 self._bar = tqdm(total=total, initial=initial, unit=unit, dynamic_ncols=True)
                 self.mode = "bar"
             else:
