@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from ..terminal import shows_progress
-from .options.data_options import add_text_arguments
+from .options.data_options import add_text_arguments, check_data_options
 from .options.depth_options import add_analyze_depth_arguments, analyze_depth_options, existing_paper_file
 
 OUTPUT_FILES = ("analysis.json", "analysis.csv", "analysis.html")
@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from .outputs.paper_outputs import analysis_paper_files, write_files
     from .outputs.report import analysis_page
 
+    check_data_options(args)
     depth_options = analyze_depth_options(args)
     if not 2 <= args.bootstrap <= 10_000:  # (B, examples) counts held at once: 10,000 x 10,000 are 0.8 GB
         raise ValueError(f"--bootstrap {args.bootstrap}: expected an int in [2, 10000] (bootstrap replicates)")

@@ -7,7 +7,12 @@ import argparse
 
 from ..eval_data.source_data import DataRequest, TextOptions
 
-__all__ = ["add_text_arguments", "data_request"]
+__all__ = ["DATA_OPTION_MINIMA", "add_text_arguments", "check_data_options", "data_request"]
+
+#: ``(option, attribute, least value)`` of the data options both commands take: an image of at least one pixel a
+#: side, windows of at least two tokens (one predicted from the one before it: the least ``--seq-len``
+#: :func:`~layerscale.analysis.eval_data.source_data.source_data` accepts) and at least one window per split.
+DATA_OPTION_MINIMA = (("--img-size", "img_size", 1), ("--seq-len", "seq_len", 2), ("--samples", "samples", 1))
 
 
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +28,16 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-field", default=None, metavar="FIELD",
                         help="read --data-path as JSON Lines and take this field of each line (default for a .jsonl "
                              "file: text)")
+
+
+def check_data_options(args: argparse.Namespace) -> None:
+    """A one-line ``ValueError`` naming the option, its value and the least value allowed (``--img-size must be >=
+    1, got -1``) for an option of :data:`DATA_OPTION_MINIMA` below it; called before any file is read or written
+    (options absent from a namespace, or ``None``, are not checked)."""
+    for option, name, least in DATA_OPTION_MINIMA:
+        value = getattr(args, name, None)
+        if value is not None and value < least:
+            raise ValueError(f"{option} must be >= {least}, got {value}")
 
 
 def data_request(args: argparse.Namespace, examples: int | None) -> DataRequest:

@@ -41,11 +41,12 @@ def analyze_depth_options(args: argparse.Namespace) -> dict:
 
 
 def existing_paper_file(out: Path) -> Path | None:
-    """A paper output already in ``out`` (so that ``--force`` is needed), or ``None``."""
+    """A paper output (a table, a figure, or the comparison's ``criteria.json``) already in ``out`` (so that
+    ``--force`` is needed), or ``None``."""
     if not out.is_dir():
         return None
     for path in sorted(out.iterdir()):
         stem, _, kind = path.name.rpartition(".")
-        if kind in ("svg", "pdf", "md", "tex") and (stem in PAPER_STEMS or stem.startswith("removal_")):
+        if kind in ("svg", "pdf", "md", "tex", "json") and (stem in PAPER_STEMS or stem.startswith("removal_")):
             return path
     return None

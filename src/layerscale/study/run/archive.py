@@ -60,14 +60,14 @@ from ...diagnostics.records import COMPACT_DIGITS, compact_record
 from ...train.records.metrics_log import METRICS_FILE
 from ...train.state.run_lock import LOCK_FILE
 from .archive_reading import (MAX_EXPANDED_BYTES, MAX_HEADER_BYTES, MAX_HEADER_CHAIN, MAX_MEMBER_BYTES,
-                              MAX_MEMBERS, _extract, _members)  # the reading side, re-exported
+                              MAX_MEMBERS, MAX_XZ_MEMORY, _extract, _members)  # the reading side, re-exported
 from .columnar_metrics import COLUMNS_FILE, encode_metrics
 from .csv_rows import read_rows
 from ..design.grid import RUNS_DIR
 
 __all__ = ["ARCHIVE_FILE", "PackResult", "pack_runs", "unpack_runs", "is_packed", "refuse_packed",
            "refuse_without_records", "report_from_archive", "relocated", "compact_metrics", "MAX_MEMBERS",
-           "MAX_MEMBER_BYTES", "MAX_EXPANDED_BYTES", "MAX_HEADER_BYTES", "MAX_HEADER_CHAIN"]
+           "MAX_MEMBER_BYTES", "MAX_EXPANDED_BYTES", "MAX_HEADER_BYTES", "MAX_HEADER_CHAIN", "MAX_XZ_MEMORY"]
 
 ARCHIVE_FILE = "runs.tar.xz"
 _RUNS_TABLE = "runs.csv"  # the run table a study writes beside its records (layerscale.study.report.results)

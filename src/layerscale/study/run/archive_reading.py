@@ -4,7 +4,9 @@ data is read, nothing extracted when one is refused (:mod:`layerscale.study.run.
 Refused: a member outside ``runs/``, an absolute path or ``..``, a link or device, a name that
 appears twice, a file where another member needs a folder (``runs`` itself, or ``runs/a`` beside ``runs/a/b``), a
 run's log stored both as rows and as columns, a columnar log that does not decode, a damaged
-file or xz stream, or an archive past its stated limits — more than :data:`MAX_MEMBERS` members, a member over
+file or xz stream, an xz stream whose decoder needs more than :data:`MAX_XZ_MEMORY` bytes (its dictionary size,
+read from its header before anything is allocated, :mod:`~layerscale.study.run.bounded_xz`), or an archive past
+its stated limits — more than :data:`MAX_MEMBERS` members, a member over
 :data:`MAX_MEMBER_BYTES`, or more than :data:`MAX_EXPANDED_BYTES` in all (checked from the member headers before
 anything is extracted; a columnar log's decoded size is bounded before it is built,
 :mod:`layerscale.study.run.columnar_metrics`), an extended header (pax record, GNU long name) over
@@ -12,7 +14,8 @@ anything is extracted; a columnar log's decoded size is bounded before it is bui
 (``tarfile`` reads those whole into memory, or recursively, while it parses the header, before any of the checks
 above sees a member: refused before it reads them): one ``ValueError`` naming the archive and the member; nothing is
 extracted into the study folder. ``runs.tar.xz`` itself is refused when it is a link (opened with
-``O_NOFOLLOW``).
+``O_NOFOLLOW``). The archive is read forward once per pass (``tarfile`` in stream mode over the bounded xz
+reader): once to check every header, once to extract.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from pathlib import Path, PurePosixPath
 
 from ...train.records.metrics_log import METRICS_FILE
 from ..design.grid import RUNS_DIR
+from .bounded_xz import BoundedXzReader, XzMemoryLimitError
 from .columnar_metrics import COLUMNS_FILE, decode_metrics
 
-__all__ = ["MAX_MEMBERS", "MAX_MEMBER_BYTES", "MAX_EXPANDED_BYTES", "MAX_HEADER_BYTES", "MAX_HEADER_CHAIN"]
+__all__ = ["MAX_MEMBERS", "MAX_MEMBER_BYTES", "MAX_EXPANDED_BYTES", "MAX_HEADER_BYTES", "MAX_HEADER_CHAIN",
+           "MAX_XZ_MEMORY"]
 
 #: the committed studies hold at most ~1,600 members (312 runs × 5 records); tarfile keeps every header read
 #: (about 1 KB each), so the bound also bounds that memory
@@ -45,6 +50,10 @@ MAX_EXPANDED_BYTES = 4 * 1024 * 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 #: the most extended headers before one member (a pax header and a GNU long name and link are 3)
 MAX_HEADER_CHAIN = 8
+#: the xz decoder's memory: --pack writes preset 9, a 64 MiB dictionary, which decodes in 65 MiB (the dictionary and
+#: the decoder's state); twice that leaves room, and refuses a header asking for up to 4 GiB (tarfile's own "r:xz"
+#: would allocate whatever the header asks)
+MAX_XZ_MEMORY = 128 * 1024 * 1024
 
 
 
@@ -98,7 +107,7 @@ def _members(fileobj, where: str) -> list[tarfile.TarInfo]:
     """Every member's header, checked (names, kinds, duplicates and the size limits) before any data is read."""
     members, total, seen = [], 0, set()
     try:
-        with tarfile.open(fileobj=fileobj, mode="r:xz", tarinfo=_BoundedTarInfo) as tar:
+        with _open_tar(fileobj) as tar:
             for member in tar:  # one header at a time: the member count is bounded before the list grows past it
                 members.append(_checked(member, where))
                 if len(members) > MAX_MEMBERS:
@@ -118,6 +127,8 @@ def _members(fileobj, where: str) -> list[tarfile.TarInfo]:
                                      f"{MAX_EXPANDED_BYTES} in all")
     except _HeaderRefused as exc:
         raise ValueError(f"{where}: {exc}") from None
+    except XzMemoryLimitError as exc:  # before LZMAError, of which it is one
+        raise ValueError(f"{where}: refused; {exc}") from None
     except (tarfile.TarError, EOFError, OSError, lzma.LZMAError) as exc:  # LZMAError is no OSError
         raise ValueError(f"{where}: not a readable runs archive ({str(exc).splitlines()[0] if str(exc) else exc!r})") \
             from None
@@ -134,6 +145,15 @@ def _members(fileobj, where: str) -> list[tarfile.TarInfo]:
                              + (f"it lies inside the file member {inside!r}" if inside else "it is a file named "
                                 f"{RUNS_DIR}") + f" (a runs archive holds files inside folders under {RUNS_DIR}/)")
     return members
+
+
+@contextmanager
+def _open_tar(fileobj) -> Iterator[tarfile.TarFile]:
+    """The runs archive ``fileobj`` (from where it stands) as a ``tarfile`` read forward, its xz stream decoded
+    within :data:`MAX_XZ_MEMORY` and its headers within :class:`_BoundedTarInfo`'s bounds."""
+    with BoundedXzReader(fileobj, MAX_XZ_MEMORY) as reader, \
+            tarfile.open(fileobj=reader, mode="r|", tarinfo=_BoundedTarInfo) as tar:
+        yield tar
 
 
 def _extracted_name(name: str) -> str:
@@ -171,7 +191,7 @@ def _opened(archive: Path) -> Iterator[io.BufferedReader]:
 def _extract_checked(f, where: str, into: Path) -> None:
     """The members of the archive open as ``f``, already checked by :func:`_members`, under ``into``."""
     try:
-        with tarfile.open(fileobj=f, mode="r:xz", tarinfo=_BoundedTarInfo) as tar:
+        with _open_tar(f) as tar:
             for member in tar:
                 _checked(member, where)
                 target = into.joinpath(*PurePosixPath(member.name).parts)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 
-from ...analysis.options.data_options import add_text_arguments
+from ...analysis.options.data_options import add_text_arguments, check_data_options
 from ...analysis.pruning.criteria import CRITERIA
 from ..healing.heal_loop import HEAL_METHODS
 from .prune_criteria import add_report_arguments, comparison_lines, compare_for_pruning, criteria_option, report_folder
@@ -123,13 +123,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--heal-lr needs --heal-steps K, the number of healing steps")
     for name, value, bound in (("--heal-steps", args.heal_steps, 0), ("--examples", args.examples, 1),
                                ("--batch-size", args.batch_size, 1), ("--lora-rank", args.lora_rank, 1),
-                               ("--heal-batch-size", args.heal_batch_size, 1), ("--samples", args.samples, 1),
-                               ("--seq-len", args.seq_len, 2)):
+                               ("--heal-batch-size", args.heal_batch_size, 1)):
         if value < bound:
             raise ValueError(f"{name} must be >= {bound}, got {value}")
+    check_data_options(args)  # --img-size, --seq-len, --samples, as analyze checks them
     analysis_device(args.device)  # a device this machine has, in one line (as analyze), before anything is read
     dest = check_destination_folder(args.out, args.force, args.source)
-    report = report_folder(args)
+    report = report_folder(args, criteria)
     if args.heal_out is not None:
         check_destination_folder(args.heal_out, False)
     source = read_source_model(args.source, args.config)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ...analysis.options.depth_options import existing_paper_file
 from ...analysis.pruning.criteria import CRITERIA, parse_criteria
 from ...analysis.pruning.criterion_comparison import CriterionComparison
 from ...analysis.summary import ranges
@@ -35,8 +36,11 @@ def criteria_option(text: str | None) -> list[str]:
     return [] if text is None else parse_criteria(text, CRITERIA, "--by")
 
 
-def report_folder(args: argparse.Namespace) -> Path:
-    """Where the comparison's files go; checked before any work (one line, like DEST)."""
+def report_folder(args: argparse.Namespace, criteria: list[str]) -> Path:
+    """Where the comparison's files go; checked before any work (one line, like DEST). When ``criteria`` are
+    compared (files will be written there), a comparison file already in the folder
+    (:func:`~layerscale.analysis.options.depth_options.existing_paper_file`) is refused without ``--force``; with it,
+    each file is replaced atomically (:func:`~layerscale.analysis.outputs.paper_outputs.write_files`)."""
     if args.bootstrap < 2:
         raise ValueError(f"--bootstrap must be an int >= 2, got {args.bootstrap}")
     if args.bootstrap > 10_000:  # (B, examples) counts held at once, as analyze --bootstrap
@@ -44,6 +48,9 @@ def report_folder(args: argparse.Namespace) -> Path:
     folder = Path(args.report) if args.report is not None else Path(args.out) / "pruning_report"
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"--report {folder}: exists and is not a folder")
+    existing = existing_paper_file(folder) if criteria and not args.force else None
+    if existing is not None:
+        raise FileExistsError(f"{existing} already exists; use --force to replace it or choose another --report")
     return folder
 
 
