@@ -12,6 +12,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from .messages import shown_name
+from .paths import describe_non_file
+
 __all__ = ["check_writable_file", "check_writable_dir"]
 
 
@@ -37,6 +40,9 @@ def _nearest_existing(path: Path, what: str) -> Path:
         if current.parent == current:
             break
         current = current.parent
+    if current == path and not current.is_dir():  # the path itself is there, and is no folder
+        kind = describe_non_file(path) or ("a file" if path.exists() else "a symbolic link to nothing")
+        raise ValueError(f"{shown_name(path)}: is {kind}, not a folder; expected a {what}")
     if not current.is_dir():
         raise ValueError(f"cannot write {what} {path}: {current} is a file, not a folder")
     return current
@@ -61,7 +67,8 @@ def check_writable_file(path: str | os.PathLike, what: str = "output file") -> P
 
 def check_writable_dir(path: str | os.PathLike, what: str = "run directory") -> Path:
     """Raise ``ValueError`` unless ``path`` is, or can be made, a folder that accepts new files: every existing
-    part of it is a folder and the deepest existing one accepts files. Returns ``Path(path)``."""
+    part of it is a folder and the deepest existing one accepts files. Returns ``Path(path)``. A ``path`` that is
+    there but no folder is named as what it is (``out: is a file, not a folder; expected a run directory``)."""
     path = Path(path)
     existing = _nearest_existing(path, what)
     _probe(existing, path, what)

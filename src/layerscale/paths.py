@@ -3,8 +3,9 @@
 ``open()`` on a path that is not a regular file does not fail the way a user expects: a FIFO blocks (or reads as
 empty), ``/proc/self/mem`` fails with ``EIO`` on the first read, a directory fails with ``IsADirectoryError`` (which
 a ``not path.is_file()`` test reports as "not found"), and a component longer than the file system's limit fails
-with ``ENAMETOOLONG`` wherever it is first touched. :func:`describe_non_file` names what the path is instead;
-:func:`os_error_line` turns any ``OSError`` that still escapes into the one line the command prints.
+with ``ENAMETOOLONG`` wherever it is first touched. :func:`describe_non_file` names what the path is instead,
+:func:`refuse_non_file` is the one-line refusal a reader raises with it, and :func:`os_error_line` turns any
+``OSError`` that still escapes into the one line the command prints.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from .messages import shown_name
 
-__all__ = ["describe_non_file", "os_error_line"]
+__all__ = ["describe_non_file", "os_error_line", "refuse_non_file"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -40,6 +41,16 @@ def describe_non_file(path: str | os.PathLike) -> str | None:
     if resolved.parts[1:2] in (("proc",), ("sys",)):
         return "a file of the /proc or /sys pseudo file system"
     return None
+
+
+def refuse_non_file(path: str | os.PathLike, expected: str) -> None:
+    """A one-line ``ValueError`` ``"PATH: is KIND; expected EXPECTED"`` when ``path`` is there but is no regular file
+    (:func:`describe_non_file`: a directory, a FIFO, a device, a /proc file); nothing when it is a regular file or
+    nothing is there, so that the caller's own "missing" check comes next. The path is only looked at (``stat``),
+    never opened: opening a FIFO would block."""
+    kind = describe_non_file(path)
+    if kind is not None:
+        raise ValueError(f"{shown_name(os.fsdecode(path))}: is {kind}; expected {expected}")
 
 
 def os_error_line(exc: OSError, path: str | os.PathLike | None = None) -> str:

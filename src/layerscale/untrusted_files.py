@@ -8,6 +8,7 @@ read from:
 - :func:`read_regular_file` opens with ``O_NOFOLLOW | O_NONBLOCK`` (a link is refused by the kernel, a FIFO does
   not block), checks with ``fstat`` on the opened descriptor that it is a regular file (no race between a check
   and the open), refuses one larger than ``limit`` bytes before reading, and reads at most ``limit`` bytes;
+- :func:`read_text_file` is :func:`read_regular_file` of a text file: UTF-8, or refused naming the file;
 - :func:`regular_files` lists the regular files directly inside a folder that is itself no link, naming what it
   passed over (links, folders, special files) so the caller can say so;
 - :func:`parse_json` parses bytes as JSON of at most :data:`MAX_JSON_DEPTH` levels and checks the top-level type,
@@ -26,7 +27,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UntrustedFileError", "read_regular_file", "regular_files", "parse_json", "read_json_file",
+__all__ = ["UntrustedFileError", "read_regular_file", "read_text_file", "regular_files", "parse_json", "read_json_file",
            "MAX_JSON_DEPTH", "MAX_RECORD_BYTES"]
 
 #: the deepest JSON nesting any record of ours has is 6 (a study.json's base config); 32 leaves room to grow
@@ -68,6 +69,17 @@ def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
         raise UntrustedFileError(f"{path}: unreadable ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
+
+
+def read_text_file(path: str | os.PathLike, limit: int, expected: str) -> str:
+    """The text of ``path``: :func:`read_regular_file` (``limit`` bytes at most) decoded as UTF-8;
+    :class:`UntrustedFileError` naming the path and ``expected`` (what the file should be) for bytes that are not
+    UTF-8 text."""
+    data = read_regular_file(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UntrustedFileError(f"{path}: not UTF-8 text (byte {exc.start}); expected {expected}") from None
 
 
 def regular_files(folder: str | os.PathLike) -> tuple[list[str], list[str]]:

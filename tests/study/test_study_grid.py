@@ -125,6 +125,9 @@ def test_reuse_copies_only_ended_runs_whose_config_is_the_designs(tmp_path):
     target = new / "runs" / "prenorm-d2-lr0.001-s0"
     assert (target / "config.yaml").is_file() and not (target / "checkpoints").exists()
     assert not list((new / "runs").glob(".*"))  # no staging folder left behind
+    with pytest.raises(ValueError, match="nowhere: not found; expected the folder of an earlier study"):
+        reuse_finished_runs(spec, new, tmp_path / "nowhere")
+    (tmp_path / "nowhere").mkdir()
     with pytest.raises(ValueError, match="no runs/ folder"):
         reuse_finished_runs(spec, new, tmp_path / "nowhere")
 
@@ -146,10 +149,11 @@ def test_the_summary_names_the_primary_cells_extra_seeds():
 @pytest.mark.parametrize("lr", [-1.0, 0.0, float("nan"), float("inf"), "abc", True])
 def test_a_shared_rate_that_is_not_a_positive_number_is_refused(lr, tmp_path, capsys):
     base = {**TINY_BASE, "optim": {**TINY_BASE["optim"], "lr": lr}}
-    with pytest.raises(ValueError, match=r"--lr \(optim.lr, the shared rate\) must be a positive number"):
+    with pytest.raises(ValueError, match=r"config key optim.lr \(the shared learning rate, --lr\): expected a "
+                                         r"positive number"):
         StudySpec(("prenorm", "layerscale"), (2,), (0,), base)
     if isinstance(lr, float):
         from layerscale.cli import main
 
         assert main(["study", "--dry-run", "--preset", "demo", "--out", str(tmp_path / "s"), f"--lr={lr}"]) == 2
-        assert "must be a positive number" in capsys.readouterr().err and not (tmp_path / "s").exists()
+        assert "expected a positive number" in capsys.readouterr().err and not (tmp_path / "s").exists()

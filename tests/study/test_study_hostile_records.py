@@ -64,7 +64,7 @@ def test_the_untouched_folder_reports(tmp_path, capsys):
      "the number 1e400 overflows a float"),
     ("plan.json", b"[" * 3000 + b"]" * 3000, "nested too deep"),
     ("study.json", b'{"methods": ' + b"[" * 500 + b"]" * 500 + b"}", "nested too deep"),
-    ("study.json", None, "--target must be a finite number, got 'x'"),
+    ("study.json", None, "(field 'target': expected a number or null, got 'x' (a JSON string))"),
 ])
 def test_a_crafted_record_is_one_line_and_rc_2(tmp_path, capsys, name, content, expected):
     folder = _study(tmp_path / "s")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..atomic_io import write_bytes_atomic
+from ..paths import describe_non_file
 from . import plots
 from .grown_plots import figure_new_block_scales
 from .html_parts import REPORT_CSS, figure_png_bytes
@@ -186,15 +187,18 @@ def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSe
     """Write ``sections`` as one self-contained HTML page at ``out_path`` (figures embedded as base64 PNG, each
     also written to ``<out stem>_figures/<section file stem>.png``): the title, a generated-by line, the trusted
     ``intro_html``, then each section's heading, paragraph, figure and trusted HTML. Every file is written
-    atomically. Raises ``ValueError`` when ``out_path`` does not end in ``.html`` or its figures folder is a link."""
+    atomically. Raises a one-line ``ValueError``, before anything is written, when ``out_path`` does not end in
+    ``.html`` or its figures folder is a link or anything else than a folder (a file, a FIFO)."""
     out = Path(out_path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"report path must end in .html, got {str(out)!r}")
-    out.parent.mkdir(parents=True, exist_ok=True)
     figures_dir = out.parent / f"{out.stem}_figures"
-    if figures_dir.is_symlink():  # a shared folder's link would put the figures wherever it points
-        raise ValueError(f"{figures_dir}: a symbolic link; expected a folder or nothing there (no figure is "
-                         "written through a link)")
+    # a shared folder's link would put the figures wherever it points; a file (or a FIFO) there cannot hold them
+    if figures_dir.is_symlink() or (figures_dir.exists() and not figures_dir.is_dir()):
+        what = "a symbolic link" if figures_dir.is_symlink() else describe_non_file(figures_dir) or "a file"
+        raise ValueError(f"{figures_dir}: {what}; expected a folder or nothing there (the report's figures are "
+                         "written in it, never through a link)")
+    out.parent.mkdir(parents=True, exist_ok=True)
     figures_dir.mkdir(exist_ok=True)
     report = Report(out)
     blocks = []

@@ -4,18 +4,24 @@ A run still in progress, or killed, is read as far as it goes: a last ``metrics.
 and noted, and a run without ``summary.json`` (written by the trainer at the very end) is marked in progress,
 with its latest checkpoint if any. A directory that is not a run at all raises ``FileNotFoundError`` naming the
 missing file.
+
+A run directory may be someone else's: ``config.yaml`` and ``metrics.jsonl`` are read as hostile files
+(:func:`layerscale.untrusted_files.read_text_file`: no link followed, no FIFO or device opened, the size bounded,
+UTF-8), and each refusal is one line naming the file and what was expected.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..messages import shown_name
-from ..paths import describe_non_file
+from ..paths import describe_non_file, refuse_non_file
+from ..untrusted_files import read_text_file
 from .alerts import WARNING_SPLIT
 from .monitor import RECORD_SPLIT
 from .records import diagnostics_record_problem, restore_numbers
@@ -25,6 +31,11 @@ __all__ = ["RunData", "read_run", "CONFIG_FILE", "METRICS_FILE", "SUMMARY_FILE"]
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
+#: the largest ``metrics.jsonl`` read (a depth-96 language-model run's is about 2 MB; the study's limit on a record)
+MAX_METRICS_BYTES = 256 * 1024 * 1024
+#: what each file read must be, for the line that refuses it
+_EXPECTED = {CONFIG_FILE: "the YAML config layerscale train writes",
+             METRICS_FILE: "the JSON lines (one record a line) layerscale train writes"}
 _CHECKPOINT_RE = re.compile(r"^step_(\d+)$")
 
 
@@ -115,25 +126,17 @@ def _model_default(name: Any, key: str) -> Any:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
-    try:
-        import yaml
-    except ImportError:
-        yaml = None
-    try:
-        data = yaml.safe_load(text) if yaml is not None else json.loads(text)
-    except Exception as exc:  # yaml.YAMLError or json.JSONDecodeError: the file is damaged
-        if yaml is None:
-            raise ImportError(f"{path}: reading YAML needs pyyaml: pip install 'torch-layerscale[train]'") from None
-        raise ValueError(f"{path}: not a valid config file ({' '.join(str(exc).split())[:200]})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of config sections, got {type(data).__name__}")
-    return data
+    from ..train.config.config_file import MAX_CONFIG_BYTES, parse_config_text
+
+    config = parse_config_text(read_text_file(path, MAX_CONFIG_BYTES, _EXPECTED[CONFIG_FILE]), path)
+    if not config:  # layerscale train writes every section: an empty file is no run's config
+        raise ValueError(f"{shown_name(path)}: holds no section; expected {_EXPECTED[CONFIG_FILE]}")
+    return config
 
 
 def _read_metrics(path: Path) -> tuple[list[dict], list[str]]:
     records, notes = [], []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text_file(path, MAX_METRICS_BYTES, _EXPECTED[METRICS_FILE]).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -150,7 +153,8 @@ def _read_metrics(path: Path) -> tuple[list[dict], list[str]]:
 
 def read_run(run_dir: str | Path, name: str | None = None) -> RunData:
     """Read ``run_dir``. Raises ``FileNotFoundError`` naming the directory, ``config.yaml`` or ``metrics.jsonl``
-    when missing; a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
+    when missing, a one-line ``ValueError`` naming the file when one is no regular file (a FIFO, a folder, a link),
+    too large or not UTF-8 text; a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
     path = Path(run_dir)
     if not path.is_dir():
         kind = describe_non_file(path) or ("a file" if path.exists() else None)
@@ -158,7 +162,8 @@ def read_run(run_dir: str | Path, name: str | None = None) -> RunData:
             raise ValueError(f"{path}: is {kind}; expected a run directory (written by layerscale train)")
         raise FileNotFoundError(f"{path}: run directory not found")
     for required in (CONFIG_FILE, METRICS_FILE):
-        if not (path / required).is_file():
+        refuse_non_file(path / required, _EXPECTED[required])  # a FIFO or a folder there is named, not "missing"
+        if not os.path.lexists(path / required):
             raise FileNotFoundError(f"{path / required}: missing; a run directory holds {CONFIG_FILE}, "
                                     f"{METRICS_FILE} and checkpoints/ (written by layerscale train)")
     records, notes = _read_metrics(path / METRICS_FILE)

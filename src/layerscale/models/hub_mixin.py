@@ -20,7 +20,6 @@ here ``huggingface_hub`` is imported only when the Hub is used. Saving and loadi
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import os
 from pathlib import Path
@@ -29,6 +28,8 @@ from typing import Any
 import torch
 
 from ..atomic_io import atomic_path, write_json_atomic, write_text_atomic
+from ..paths import refuse_non_file
+from ..untrusted_files import parse_json
 
 __all__ = ["HubMixin", "CONFIG_NAME", "WEIGHTS_NAME", "MODEL_CARD_NAME"]
 
@@ -244,12 +245,12 @@ class HubMixin:
         timm's, are other spellings of ``init_value``): with another
         ``num_classes`` the head is newly initialised and every other weight loaded; with another ``img_size`` the
         position embedding is resampled (:func:`~layerscale.models.pos_embed_resample.resample_pos_embed`); any
-        other weight whose shape the overrides change is a ``ValueError`` naming it. ``dtype`` (transformers 5's
-        name) or ``torch_dtype`` (``torch.float16``, ``"bfloat16"``, ...; ``"auto"``: the saved weights' dtype)
-        casts the loaded model. A Hub id is downloaded with
-        ``huggingface_hub`` (the ``hf`` extra; honours ``HF_HUB_OFFLINE``, ``local_files_only``, ``token``,
-        ``revision``); any failure to get it is one line naming the id. The model is returned in eval mode, as
-        Hugging Face loaders do.
+        other weight whose shape the overrides change is a ``ValueError`` naming it, as is ``config.json`` for a
+        saved argument the class refuses (``"depth": "x"``) or a file that is no regular file (a FIFO). ``dtype``
+        (transformers 5's name) or ``torch_dtype`` (``torch.float16``, ``"bfloat16"``, ...; ``"auto"``: the saved
+        weights' dtype) casts the loaded model. A Hub id is downloaded with ``huggingface_hub`` (the ``hf``
+        extra; honours ``HF_HUB_OFFLINE``, ``local_files_only``, ``token``, ``revision``); any failure to get it
+        is one line naming the id. The model is returned in eval mode, as Hugging Face loaders do.
         """
         given = [_resolve_dtype(n, v) for n, v in (("dtype", dtype), ("torch_dtype", torch_dtype)) if v is not None]
         if len(given) == 2 and given[0] != given[1]:
@@ -276,8 +277,12 @@ class HubMixin:
         if unknown:
             raise ValueError(f"from_pretrained: unknown constructor argument(s) {', '.join(unknown)} for "
                              f"{cls.__name__}; allowed: {', '.join(allowed)}")
-        model = cls(**{**saved_args, **model_kwargs})
+        try:
+            model = cls(**{**saved_args, **model_kwargs})
+        except (TypeError, ValueError) as exc:  # a saved argument of the wrong type or range: name the file
+            raise ValueError(f"{folder / CONFIG_NAME}{' (with overrides)' if model_kwargs else ''}: {exc}") from None
         weights = folder / WEIGHTS_NAME
+        refuse_non_file(weights, f"the {WEIGHTS_NAME} save_pretrained writes")  # a FIFO is named, never opened
         if not weights.is_file():
             raise FileNotFoundError(f"{weights}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
         tensors = _safetensors().load_file(str(weights), device=str(map_location))
@@ -357,12 +362,10 @@ def _fit_overrides(model: torch.nn.Module, tensors: dict[str, torch.Tensor], wei
 
 def _read_config(path: Path) -> tuple[str, dict[str, Any]]:
     """``(architecture, constructor arguments)`` of a saved ``config.json`` (format 2, or 1 with ``model_args``)."""
+    refuse_non_file(path, f"the {CONFIG_NAME} save_pretrained writes")  # a FIFO is named, never opened
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    config = parse_json(path.read_bytes(), str(path), finite=False)  # bytes not UTF-8 JSON: one line naming it
     if not isinstance(config, dict) or not isinstance(config.get("architecture", ""), str):
         raise ValueError(f"{path}: not a torch-layerscale model config (expected the constructor arguments and "
                          f"'architecture'; written by save_pretrained)")

@@ -56,13 +56,12 @@ class SourceModel:
 def _run_of_folder(model: nn.Module, folder: Path) -> Any:
     """The :class:`RunModel` of our folder with ``train.yaml``, or ``None``."""
     from ..train.config.schema import TrainConfig
-    from ..train.config.config_file import load_config_file
     from .run_model import RunModel
 
     path = folder / TRAIN_CONFIG_NAME
     if not path.is_file() or path.is_symlink():
         return None
-    cfg = TrainConfig.from_dict(load_config_file(path))
+    cfg = TrainConfig.from_file(path)
     model_args = dict(model.hub_config()) if hasattr(model, "hub_config") else {}
     return RunModel(model, cfg, folder / "model.safetensors", model_args)
 

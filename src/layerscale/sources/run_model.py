@@ -91,13 +91,12 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     from ..models.registry import create_model
     from ..train.state.checkpoint import check_same_architecture, load_checkpoint
     from ..train.config.schema import TrainConfig
-    from ..train.config.config_file import load_config_file
     from ..train.setup.data_setup import load_train_data
 
     config_path, weights_path, is_checkpoint_dir = _locate(Path(source), config)
-    if not config_path.is_file():
+    if not os.path.lexists(config_path):  # a FIFO or a folder there is named by load_config_file, not "not found"
         raise FileNotFoundError(f"{config_path}: training config not found")
-    cfg = TrainConfig.from_dict(load_config_file(config_path))
+    cfg = TrainConfig.from_file(config_path)
     data = train_data if train_data is not None else load_train_data(cfg)
     model_args = {**data.model_args, **cfg.model.options}
     try:

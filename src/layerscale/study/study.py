@@ -41,7 +41,7 @@ from .report.stability_table import stability_rows
 from .run.rate_search import TuningOutcome, tune_study
 from .run.tuning import RungResult
 
-__all__ = ["run_study", "StudySummary", "StudyPlan", "plan_study", "summarize"]
+__all__ = ["run_study", "check_study_paths", "StudySummary", "StudyPlan", "plan_study", "summarize"]
 
 @dataclass(frozen=True)
 class StudySummary:
@@ -106,6 +106,21 @@ def _holding(study_dir: Path) -> Iterator[None]:
                                 "end or stop it, then run the command again") from None
 
 
+def check_study_paths(study_dir: str | os.PathLike, reuse_from: str | os.PathLike | None = None) -> None:
+    """Refuse, in one line and before anything of the study is written, a ``study_dir`` that cannot be a study
+    folder (a file, a path under a file, a folder that refuses new files:
+    :func:`~layerscale.destinations.check_writable_dir`) and a ``reuse_from`` that is no earlier study with run
+    folders (:func:`.run.reuse.reuse_source_runs`). A run makes these checks first; ``layerscale study --dry-run``
+    and ``--estimate`` make the same ones."""
+    from ..destinations import check_writable_dir
+
+    check_writable_dir(study_dir, "study folder")
+    if reuse_from is not None:
+        from .run.reuse import reuse_source_runs
+
+        reuse_source_runs(reuse_from)
+
+
 def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None = None,
               threads: int | None = None, report: bool = True, progress: bool = True, train: bool = True,
               analyze: bool = False,
@@ -122,6 +137,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     in progress end, and the study is summarised as it stands, exactly as with ``train=False`` (the runs not started
     stay pending for the next call)."""
     study_dir = Path(study_dir)
+    check_study_paths(study_dir, reuse_from if train else None)
     if train:  # a packed study (runs.tar.xz, no runs/) would otherwise start over
         refuse_packed(study_dir, "training")
     jobs, threads = resolve_parallelism(jobs, threads)

@@ -154,7 +154,7 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
     else:  # one name for all ranks: rank 0's clock
         stamp = broadcast_object(time.strftime("%Y%m%d-%H%M%S"), ctx)
         run_dir = Path("runs") / f"{config.model.name}-{config.data.name}-{stamp}"
-    if run_dir.exists() and not is_empty_run_dir(run_dir):
+    if run_dir.is_dir() and not is_empty_run_dir(run_dir):  # a file there is named by check_writable_dir
         raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
                               f"--resume {run_dir} or choose another --out")
     return check_writable_dir(run_dir)  # a folder that refuses files: one line now, not a traceback later

@@ -34,7 +34,7 @@ from .config.schema import TrainConfig
 from .config.config_file import apply_overrides, dump_config, load_config_file
 from .setup.initial_weights import load_initial_weights
 from .setup.model_build import build_model
-from .config.config_source import resolve_config_path
+from .config.config_source import load_config_source
 from .setup.data_setup import load_train_data
 from .run_core import (
     CONFIG_FILE,
@@ -68,7 +68,7 @@ def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
     if isinstance(config, Mapping):
         return dict(config)
     if isinstance(config, (str, os.PathLike)):
-        return load_config_file(resolve_config_path(config))
+        return load_config_source(config)
     raise ValueError(f"config must be a TrainConfig, a mapping or a file path, got {type(config).__name__}")
 
 

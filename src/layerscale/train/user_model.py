@@ -47,7 +47,7 @@ from .callbacks import Callback
 from .state.checkpoint import check_same_architecture, load_checkpoint
 from .config.schema import ModelConfig, TrainConfig
 from .config.config_file import apply_overrides, dump_config, load_config_file
-from .config.config_source import resolve_config_path
+from .config.config_source import load_config_source
 from .setup.data_setup import TrainData
 from .distributed import broadcast_object
 from .loop.objective import LossFn
@@ -135,7 +135,7 @@ def _raw_user_config(config: Any, resume_dir: Path | None, overrides: Sequence[s
     elif isinstance(config, Mapping):
         raw = dict(config)
     elif isinstance(config, (str, os.PathLike)):
-        raw = load_config_file(resolve_config_path(config))
+        raw = load_config_source(config)
     else:
         raise ValueError(f"config must be a TrainConfig, a mapping or a file path, got {type(config).__name__}")
     raw = apply_overrides(raw, list(overrides))

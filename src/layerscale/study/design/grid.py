@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...messages import shown_value
 from ...suggest import did_you_mean
+from .spec_fields import check_spec_fields
 
 __all__ = ["StudySpec", "RunSpec", "SPEC_FILE", "RUNS_DIR", "TUNE_DIR", "TUNING_MODES", "LEGACY_DESIGN", "format_lr"]
 
@@ -153,7 +155,8 @@ class StudySpec:
             raise ValueError(f"--lrs must be positive numbers, got {list(self.lrs)}")
         shared = self.base.get("optim", {}).get("lr", 1e-3) if isinstance(self.base.get("optim"), dict) else 1e-3
         if not _is_rate(shared):
-            raise ValueError(f"--lr (optim.lr, the shared rate) must be a positive number, got {shared!r}")
+            raise ValueError(f"config key optim.lr (the shared learning rate, --lr): expected a positive number, "
+                             f"got {shown_value(shared)}")
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"--reference {self.reference!r} is not one of the studied methods "
                              f"({', '.join(self.methods)})")
@@ -359,6 +362,9 @@ class StudySpec:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
+        """The design a study file records; a field of the wrong type is one ``ValueError`` naming it, its value and
+        the type expected (:func:`~layerscale.study.design.spec_fields.check_spec_fields`), before any is read."""
+        check_spec_fields(raw)
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
                 "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
                 "bootstrap", "primary_seeds", "primary_declared", "fixed_rates", "exploratory_only")

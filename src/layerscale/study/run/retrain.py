@@ -67,12 +67,11 @@ def resumable(run_dir: str | os.PathLike, raw: dict) -> bool:
     ends where an uninterrupted one would; a folder of any other config is never resumed."""
     from ...train.state.checkpoint import latest_checkpoint
     from ...train.config.schema import TrainConfig
-    from ...train.config.config_file import load_config_file
 
     run_dir = Path(run_dir)
     if is_finished(run_dir) or not (run_dir / "config.yaml").is_file() or latest_checkpoint(run_dir) is None:
         return False
-    recorded = TrainConfig.from_dict(load_config_file(run_dir / "config.yaml")).to_dict()
+    recorded = TrainConfig.from_file(run_dir / "config.yaml").to_dict()
     wanted = TrainConfig.from_dict(raw).to_dict()
     for tree in (recorded, wanted):
         tree["run"].pop("out_dir", None)

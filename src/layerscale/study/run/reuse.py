@@ -32,6 +32,8 @@ import tempfile
 from pathlib import Path
 
 from ...atomic_io import write_bytes_atomic
+from ...messages import shown_name
+from ...paths import describe_non_file
 from ...train.records.metrics_log import METRICS_FILE
 from ...train.run_core import CONFIG_FILE, SUMMARY_FILE
 from ...train.records.test_outcomes import OUTCOMES_FILE, read_test_outcomes
@@ -39,7 +41,8 @@ from ...untrusted_files import UntrustedFileError, parse_json, read_regular_file
 from ..design.grid import RUNS_DIR, RunSpec, StudySpec
 from .worker import STATUS_FILE
 
-__all__ = ["reuse_finished_runs", "reusable_runs", "RECORDS", "MAX_RECORD_BYTES", "OUTCOME_TOLERANCE"]
+__all__ = ["reuse_finished_runs", "reusable_runs", "reuse_source_runs", "RECORDS", "MAX_RECORD_BYTES",
+           "OUTCOME_TOLERANCE"]
 
 #: the files of a run folder that a study reads, and so the only ones reuse copies
 RECORDS = (CONFIG_FILE, METRICS_FILE, STATUS_FILE, SUMMARY_FILE, OUTCOMES_FILE)
@@ -132,8 +135,14 @@ def candidates(spec: StudySpec, study_dir: Path) -> list[RunSpec]:
     return spec.final_runs(study_dir, shared, every_rate=every)
 
 
-def _runs_folder(source_dir: Path) -> Path:
-    """``source_dir``'s ``runs/``; ``ValueError`` when it is a link or missing (see :func:`reuse_finished_runs`)."""
+def reuse_source_runs(source_dir: str | os.PathLike) -> Path:
+    """The ``runs/`` folder of ``source_dir``, the earlier study ``--reuse-from`` names; a one-line ``ValueError``
+    when ``source_dir`` is missing or no folder, or its ``runs/`` is a link or missing. Only looked at: a run checks
+    it before writing anything (and so do ``--dry-run`` and ``--estimate``)."""
+    source_dir = Path(source_dir)
+    if not source_dir.is_dir():
+        found = f"is {describe_non_file(source_dir) or 'a file'}" if source_dir.exists() else "not found"
+        raise ValueError(f"--reuse-from {shown_name(source_dir)}: {found}; expected the folder of an earlier study")
     runs = source_dir / RUNS_DIR
     if runs.is_symlink():
         raise ValueError(f"--reuse-from {source_dir}: its {RUNS_DIR}/ is a symbolic link; a study folder from "
@@ -185,7 +194,7 @@ def _write_checked(records: dict[str, bytes], old: Path, folder: Path) -> bool:
 def reusable_runs(spec: StudySpec, study_dir: str | os.PathLike, source_dir: str | os.PathLike) -> list[str]:
     """The ids of the runs :func:`reuse_finished_runs` would copy now, found by the same checks; nothing is written
     outside a temporary folder (``layerscale study --estimate --reuse-from`` counts them as done)."""
-    ready, _, _ = _vetted(spec, Path(study_dir), _runs_folder(Path(source_dir)))
+    ready, _, _ = _vetted(spec, Path(study_dir), reuse_source_runs(Path(source_dir)))
     ids = []
     with tempfile.TemporaryDirectory(prefix="layerscale-reuse-") as scratch:
         for run, old, records in ready:
@@ -202,7 +211,7 @@ def reuse_finished_runs(spec: StudySpec, study_dir: Path, source_dir: Path, log=
     A run already in ``study_dir`` is left alone. ``ValueError`` when ``source_dir`` is no study folder (or its
     ``runs/`` is a link)."""
     source_dir, study_dir = Path(source_dir), Path(study_dir)
-    ready, differing, refused = _vetted(spec, study_dir, _runs_folder(source_dir))
+    ready, differing, refused = _vetted(spec, study_dir, reuse_source_runs(source_dir))
     copied, unchecked = [], 0
     for run, old, records in ready:
         run.run_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,8 @@ from ...messages import shown_name
 from ...paths import describe_non_file
 from .config_tree import MAX_DEPTH, check_config_tree
 
-__all__ = ["apply_overrides", "dotted_items", "dump_config", "load_config_file", "parse_scalar"]
+__all__ = ["apply_overrides", "dotted_items", "dump_config", "load_config_file", "parse_config_text", "parse_scalar",
+           "read_config_text"]
 
 _EXTRA_HINT = "pip install 'torch-layerscale[train]'"
 
@@ -52,7 +53,14 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"{path}: config file not found")
-    text = read_config_text(path)
+    return parse_config_text(read_config_text(path), path)
+
+
+def parse_config_text(text: str, path: str | Path) -> dict[str, Any]:
+    """The mapping in ``text``, the content of config file ``path`` (whose suffix says YAML or JSON; named in every
+    one-line ``ValueError``): parsed with the safe loaders, an empty file as ``{}``, the tree bounded
+    (:func:`~layerscale.train.config.config_tree.check_config_tree`)."""
+    path = Path(path)
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import typing
 from dataclasses import dataclass, field
 from types import NoneType, UnionType
@@ -205,6 +206,19 @@ class TrainConfig:
             raise ValueError(f"config key optim.min_lr: {config.optim.min_lr!r} must be <= optim.lr "
                              f"({config.optim.lr!r})")
         return config
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> TrainConfig:
+        """:meth:`from_dict` of the config file ``path`` (a run's ``config.yaml``, a model folder's ``train.yaml``,
+        read with :func:`~layerscale.train.config.config_file.load_config_file`); every refusal is one line naming
+        the file: ``RUN/config.yaml: config key model.depth: expected int, got 'x' (str)``."""
+        from .config_file import load_config_file
+
+        raw = load_config_file(path)
+        try:
+            return cls.from_dict(raw)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (YAML/JSON-ready); ``from_dict(to_dict())`` gives the same config back."""

@@ -25,6 +25,7 @@ import torch
 from ...atomic_io import atomic_path
 from ...checkpoint_io import os_error_of, read_state_dict_file, save_safetensors_atomic
 from ...messages import shown_name
+from ...paths import refuse_non_file
 from .train_state import check_train_state
 
 __all__ = [
@@ -160,7 +161,8 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model_state: Mapping[
 def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """``(model_state, train_state)`` of a checkpoint directory, read safely.
 
-    Raises ``FileNotFoundError`` for a missing directory or file and a one-line ``ValueError`` for a truncated,
+    Raises ``FileNotFoundError`` for a missing directory or file, a one-line ``ValueError`` for a file that is not a
+    regular file (a FIFO, a folder: named as what it is, and never opened) and for a truncated,
     corrupt or foreign file (anything not written by :func:`save_checkpoint`), or a training state with a field
     of the wrong type or range (:func:`~layerscale.train.state.train_state.check_train_state`).
     """
@@ -169,6 +171,7 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
         raise FileNotFoundError(f"{path}: checkpoint directory not found")
     model_path, state_path = path / MODEL_FILE, path / STATE_FILE
     for needed in (model_path, state_path):
+        refuse_non_file(needed, "a checkpoint file written by layerscale train")  # a FIFO is named, never opened
         if not needed.is_file():
             raise FileNotFoundError(f"{needed}: checkpoint file missing")
     loaded = read_state_dict_file(model_path)

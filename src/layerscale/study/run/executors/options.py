@@ -130,15 +130,18 @@ def resolve_options(study_json: Path, given: dict[str, Any]) -> ExecutorOptions:
     """The options of a study: those saved in ``study_json`` (when it exists and has them), updated by ``given``
     (the flags set on this command line; ``None`` values are "not given"). Choosing another engine than the saved
     one starts from that engine's defaults."""
-    saved: dict[str, Any] = {}
+    base = ExecutorOptions()
     if study_json.is_file():
         try:
             from ....untrusted_files import read_json_file
+            from ...design.spec_fields import check_spec_fields
 
-            saved = read_json_file(study_json).get("executor") or {}
-        except (OSError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{study_json}: unreadable study file ({exc})") from None
-    base = ExecutorOptions.from_dict(saved) if saved else ExecutorOptions()
+            raw = read_json_file(study_json)
+            check_spec_fields(raw, ("executor",))  # a mapping (or null), named with its value when not
+            if raw.get("executor"):
+                base = ExecutorOptions.from_dict(raw["executor"])
+        except (OSError, ValueError, TypeError) as exc:
+            raise ValueError(f"{study_json}: unreadable study file ({str(exc).splitlines()[0]})") from None
     if given.get("engine") not in (None, base.engine):  # another engine: its own defaults, not the saved ones
         base = ExecutorOptions()
     return replace(base, **{k: v for k, v in given.items() if v is not None})
