@@ -14,14 +14,12 @@ field or file, its value and what was expected, exit status 2, and nothing on di
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import os
-import stat
 from pathlib import Path
 
 import pytest
 
+from disk_state import snapshot
 from layerscale.cli import main
 
 #: a study small enough to plan in a second: one method, one depth, one seed, 2 steps, untuned
@@ -33,16 +31,6 @@ TINY_BASE = {
     "optim": {"epochs": 1, "max_steps": 2, "lr": 1e-3, "warmup_steps": 1},
     "run": {"progress": "none"},
 }
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every entry under ``folder``: a regular file by its SHA-256, anything else by its kind."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        mode = os.lstat(path).st_mode
-        out[str(path.relative_to(folder))] = (hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(mode)
-                                              else stat.filemode(mode)[0])
-    return out
 
 
 def refused(capsys, argv: list[str], folder: Path) -> str:

@@ -13,15 +13,14 @@ regular file; a FIFO is looked at, never opened).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
 
+from disk_state import snapshot
 from layerscale.cli import main
 
 pytest.importorskip("safetensors")
@@ -36,16 +35,6 @@ CONFIG = {
     "run": {"progress": "none", "log_every_steps": 1},
 }
 GARBAGE = b"\xff\xfe\x00\x01not text\x00\x80"
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every entry under ``folder``: a regular file by its SHA-256, anything else by its kind (never opened)."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        mode = os.lstat(path).st_mode
-        out[str(path.relative_to(folder))] = (hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(mode)
-                                              else stat.filemode(mode)[0])
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Every bad input is one clear error, raised before anything is written: the run directory stays as it was."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -112,6 +113,13 @@ def _torch_pickle_as_weights(run_dir):
     torch.save({"w": torch.zeros(2)}, _checkpoint(run_dir) / "model.safetensors")
 
 
+def _depth_x(run_dir):
+    path = run_dir / "config.yaml"
+    text = path.read_text()
+    assert "depth: 2\n" in text
+    path.write_text(text.replace("depth: 2\n", "depth: x\n", 1))
+
+
 RESUME_ERRORS = [
     ("truncated weights", _truncate_weights, [], ValueError, r"model\.safetensors is a truncated safetensors file"),
     ("state holding a python object", _pickled_object_state, [], ValueError,
@@ -130,8 +138,24 @@ RESUME_ERRORS = [
      r"model\.safetensors: expected a safetensors file, found a pytorch file"),
     ("config changed to another architecture", lambda run_dir: None, ["model.depth=4"], ValueError,
      r"checkpoint of another architecture than the configured model: missing \[blocks\.2\."),
-    ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError, r"unknown config key run\.sed \(did you mean seed\?\)"),
+    ("unknown key on resume", lambda run_dir: None, ["run.sed=3"], ValueError,
+     r"^unknown config key run\.sed \(did you mean seed\?\)"),  # the override's key, not the file, is named
+    ("config value of the wrong type", _depth_x, [], ValueError,
+     r"run/config\.yaml: config key model\.depth: expected int, got 'x' \(str\)$"),
 ]
+
+
+def test_resume_names_a_fifo_config_without_opening_it(tmp_path, finished_run):
+    from disk_state import snapshot as kinds
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    (run_dir / "config.yaml").unlink()
+    os.mkfifo(run_dir / "config.yaml")
+    before = kinds(tmp_path)
+    with pytest.raises(ValueError, match=r"run/config\.yaml: is a FIFO \(named pipe\); expected the config\.yaml "):
+        run(resume=run_dir)
+    assert kinds(tmp_path) == before
 
 
 @pytest.mark.parametrize("case", RESUME_ERRORS, ids=[c[0] for c in RESUME_ERRORS])
@@ -152,8 +176,8 @@ def test_command_line_errors_are_one_line_with_status_2(tmp_path, capsys):
     config.write_text(json.dumps(tiny_config(run={"progress": "fast"})))
     assert main(["train", "--config", str(config), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("layerscale train: error: config key run.progress: 'fast' is not allowed; allowed: auto, bar, "
-                   "log, none")
+    assert err == (f"layerscale train: error: {config}: config key run.progress: 'fast' is not allowed; allowed: "
+                   "auto, bar, log, none")
     assert main(["train", "--resume", str(tmp_path / "nowhere")]) == 2
     assert "run directory to resume not found" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()

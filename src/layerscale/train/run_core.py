@@ -22,7 +22,7 @@ import torch
 
 from ..atomic_io import write_text_atomic
 from ..destinations import check_writable_dir
-from ..paths import describe_non_file
+from ..paths import describe_non_file, refuse_non_file
 from .loop.auto_policy import choose_compile
 from .loop.budget import planned_total_steps, steps_per_epoch
 from .callbacks import Callback
@@ -85,6 +85,7 @@ def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path | None]:
         raise FileNotFoundError(f"{path}: run directory to resume not found")
     if (path / MODEL_FILE).is_file() and path.parent.name == CHECKPOINT_DIR:
         return path.parent.parent, path
+    refuse_non_file(path / CONFIG_FILE, "the config.yaml layerscale train writes")  # a FIFO is named, not opened
     if not (path / CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{path / CONFIG_FILE}: not a run directory (no {CONFIG_FILE})")
     return path, latest_checkpoint(path)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import torch
 
 from ..destinations import check_writable_dir
-from ..messages import shown_value
+from ..messages import shown_name, shown_value
 from .callbacks import Callback
 from .state.checkpoint import check_same_architecture, load_checkpoint
 from .config.schema import TrainConfig
@@ -73,6 +74,16 @@ def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
 
 
 
+def _name_the_file(error: ValueError, file: Any, overrides: Sequence[str]) -> None:
+    """Raise ``error`` again, led by the config file's name when the value it refuses came from ``file`` (not from
+    an override ``--set key=value``, whose key the line names already): ``c.yaml: config key model.depth: ...``."""
+    key = re.search(r"config key ([\w.]+)", str(error))
+    overridden = {item.split("=", 1)[0].strip() for item in overrides}
+    if not isinstance(file, (str, os.PathLike)) or (key is not None and key.group(1) in overridden):
+        raise error
+    raise ValueError(f"{shown_name(os.fsdecode(file))}: {error}") from None
+
+
 def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = None, *,
         overrides: Sequence[str] = (), out: str | os.PathLike | None = None,
         resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = (),
@@ -98,7 +109,10 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
                               resume=resume, callbacks=callbacks)
     resume_dir, checkpoint = _resolve_resume(resume) if resume is not None else (None, None)
     raw = apply_overrides(_raw_config(config, resume_dir), list(overrides))
-    cfg = TrainConfig.from_dict(raw)
+    try:
+        cfg = TrainConfig.from_dict(raw)
+    except ValueError as exc:
+        _name_the_file(exc, resume_dir / CONFIG_FILE if resume_dir is not None else config, overrides)
     if out is not None and resume_dir is None:
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(out)))
     if resume_dir is not None:
