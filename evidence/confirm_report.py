@@ -12,7 +12,6 @@ on the runs of one CPU kind: :mod:`evidence.confirm_cpu_kinds`) and ``results.md
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,16 +127,12 @@ def stability_rows(root: Path) -> list[dict]:
 
 
 def _train_losses(metrics: Path) -> list[float]:
+    """The training-loss series of a run's ``metrics.jsonl`` (the library's reading: a loss that is no number is
+    not finite)."""
+    from layerscale.study.report.results import train_losses
     from layerscale.train.records.metrics_log import read_metrics
 
-    out = []
-    for record in read_metrics(metrics):
-        if record.get("split") == "train" and "loss" in record:
-            try:
-                out.append(float(record["loss"]))
-            except (TypeError, ValueError):
-                out.append(math.nan)
-    return out
+    return train_losses(read_metrics(metrics))
 
 
 def spike_counts(folder: Path, losses: dict[str, list[float]]) -> dict[tuple[str, int], tuple[int, int, int, int]]:

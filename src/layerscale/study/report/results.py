@@ -31,8 +31,8 @@ from ...stats.stability import loss_spikes
 from .verdicts import verdict
 from ..run.worker import read_status
 
-__all__ = ["Metric", "RunResult", "CellResult", "collect_run", "cell_results", "results_rows", "verdict",
-           "write_tables"]
+__all__ = ["Metric", "RunResult", "CellResult", "collect_run", "cell_results", "results_rows", "train_losses",
+           "verdict", "write_tables"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> R
     reach = None
     if target is not None:
         reach = next((step for step, v in values if v is not None and metric.reached(v, target)), None)
-    losses = _train_losses(records)
+    losses = train_losses(records)
     return RunResult(
         run_id=spec.run_id, kind=spec.kind, method=spec.method, depth=spec.depth, lr=spec.lr, seed=spec.seed,
         status=status.get("status", "pending"), test=metric.from_record(tests[-1]) if tests else None,
@@ -109,7 +109,7 @@ def collect_run(spec: RunSpec, metric: Metric, target: float | None = None) -> R
     )
 
 
-def _train_losses(records: list[dict]) -> list[float]:
+def train_losses(records: list[dict]) -> list[float]:
     """The training-loss series of a run's records (one per logging interval); a loss the log wrote as text
     (``"nan"``, ``"inf"``: JSON has no such numbers) or not as a number is not finite."""
     out = []
