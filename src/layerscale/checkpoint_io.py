@@ -33,6 +33,7 @@ __all__ = [
     "STATE_DICT_CONTAINERS",
     "LoadedStateDict",
     "sniff_weights_format",
+    "check_safetensors_file",
     "read_state_dict_file",
     "load_state_dict_file",
     "unwrap_state_dict",
@@ -179,6 +180,16 @@ def _check_safetensors_complete(path: Path) -> None:
     if needed > size:
         raise ValueError(f"{path} is a truncated safetensors file: its tensors need {needed} bytes, "
                          f"the file has {size}")
+
+
+def check_safetensors_file(path: str | os.PathLike) -> None:
+    """A one-line ``ValueError`` naming ``path`` unless it is a complete, well-formed safetensors file (the checks of
+    :func:`sniff_weights_format` and of its header), for a reader that hands the file to safetensors itself: a cut
+    download or an absurd declared shape is named, not safetensors' own message about the folder."""
+    path = Path(path)
+    if sniff_weights_format(path) != "safetensors":
+        raise ValueError(f"{path} is a PyTorch file, expected a safetensors file")
+    _check_safetensors_complete(path)
 
 
 def unwrap_state_dict(obj: Any, source: str = "checkpoint") -> tuple[dict[str, torch.Tensor], str | None]:

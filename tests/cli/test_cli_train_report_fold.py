@@ -121,3 +121,12 @@ def test_print_config_of_a_resume_shows_the_runs_config_with_overrides(finished_
     assert shown["optim"]["max_steps"] == 9 and shown["run"]["out_dir"] == str(run_dir)
     assert shown["model"] == MODEL
     assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.rglob("*")) == before
+
+
+def test_report_of_the_same_run_given_twice_names_the_folder(finished_run, tmp_path, capsys):
+    run_dir = finished_run[0]  # the error was "two runs are both named '//tmp/.../run'" (a name built for two runs)
+    assert main(["report", str(run_dir), str(run_dir), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("layerscale report: error: "), err
+    assert f"{run_dir} is given twice" in err and "//" not in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -121,6 +121,8 @@ def test_insertion_points():
     (2, "after:1", "names 1 places"),
     (3, "every:2", "fewer than insert=3"),
     (1, "bottom", "where must be"),
+    (1, "top:", "where must be"),  # was taken as "top"
+    (1, "after:-1", r"block index -1 is negative \(blocks 0\.\.2\)"),  # was "past the depth"
     (4, None, "cannot be spread"),
 ])
 def test_bad_arguments_are_refused(insert, where, match):

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from ..messages import shown_name
 from .run_data import CONFIG_FILE, METRICS_FILE
 
 __all__ = ["distinct_run_names", "expand_run_dirs"]
@@ -24,13 +25,19 @@ def _is_run_dir(path: Path) -> bool:
 
 def expand_run_dirs(paths: Sequence[str | os.PathLike]) -> list[Path]:
     """``paths`` with each folder of run directories replaced by those run directories (sorted). A path that is
-    neither is kept, so that reading it names what is missing."""
+    neither is kept, so that reading it names what is missing. A run directory given twice (``a a``, or ``runs``
+    and ``runs/a``) is a one-line ``ValueError`` naming it."""
     out: list[Path] = []
+    seen: dict[str, Path] = {}
     for item in paths:
         path = Path(item)
         children = sorted(p for p in path.iterdir() if p.is_dir() and _is_run_dir(p)) \
             if path.is_dir() and not _is_run_dir(path) else []
-        out.extend(children or [path])
+        for run in children or [path]:
+            first = seen.setdefault(os.path.abspath(run), run)
+            if first is not run:
+                raise ValueError(f"run directory {shown_name(str(first))} is given twice; give each run once")
+            out.append(run)
     return out
 
 

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..checkpoint_io import read_state_dict_file, unwrap_state_dict
+from ..messages import shown_names
 from .formats import CANONICAL, detect_format, get_format, resolve_format_name
 from .rules import ConversionReport, format_keys
 from .settings import compare_settings, config_settings, model_settings, settings_not_in_keys
@@ -64,6 +65,8 @@ def _drop_prefixes(state_dict: StateDict, drop: Sequence[str], report: Conversio
             raise ValueError(f"drop prefix {prefix!r} matches no key; keys look like {format_keys(state_dict, 6)}")
         report.dropped.append((f"{prefix}* ({len(hit)} keys)", "asked to drop"))
         state_dict = {k: v for k, v in state_dict.items() if not k.startswith(prefix)}
+    if drop and not state_dict:  # a checkpoint of no tensor is no conversion: refused before anything is written
+        raise ValueError(f"drop prefixes {shown_names(drop)} leave no key; nothing to convert")
     return state_dict
 
 

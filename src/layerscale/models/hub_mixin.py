@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from ..atomic_io import atomic_path, write_json_atomic, write_text_atomic
+from ..checkpoint_io import check_safetensors_file
 from ..paths import refuse_non_file
 from ..untrusted_files import parse_json
 
@@ -123,10 +124,7 @@ class HubMixin:
         tags = list(dict.fromkeys(["layerscale", residual]))  # residual="layerscale" is one tag, not two
         # no "license:": the library's licence is not the licence of the user's weights; that is the user's to set
         return "\n".join([
-            "---",
-            "library_name: torch-layerscale",
-            f"pipeline_tag: {task}",
-            "tags:",
+            "---", "library_name: torch-layerscale", f"pipeline_tag: {task}", "tags:",
             *(f"- {tag}" for tag in tags),
             "---",
             "",
@@ -285,6 +283,7 @@ class HubMixin:
         refuse_non_file(weights, f"the {WEIGHTS_NAME} save_pretrained writes")  # a FIFO is named, never opened
         if not weights.is_file():
             raise FileNotFoundError(f"{weights}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
+        check_safetensors_file(weights)  # a cut or corrupt file is named, before safetensors reads it
         tensors = _safetensors().load_file(str(weights), device=str(map_location))
         new_head = model_kwargs.get("num_classes", saved_args.get("num_classes")) != saved_args.get("num_classes")
         tensors = _fit_overrides(model, tensors, weights, new_head=new_head)

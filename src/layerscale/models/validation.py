@@ -9,12 +9,16 @@ is bounded separately, by this machine's memory (:mod:`layerscale.train.setup.mo
 
 from __future__ import annotations
 
-__all__ = ["MAX_DEPTH", "MAX_WIDTH", "check_positive_int", "check_heads", "check_patch", "check_rate"]
+__all__ = ["MAX_DEPTH", "MAX_IMG_SIZE", "MAX_WIDTH", "check_positive_int", "check_heads", "check_patch", "check_rate"]
 
 #: The most blocks one stack of a model may have (``depth``, CaiT's ``depth_token_only``).
 MAX_DEPTH = 1024
 #: The widest residual stream a model may have (``embed_dim``).
 MAX_WIDTH = 65536
+#: The largest image side a vision model may take (``img_size``): checked before the allowed patch sizes are listed
+#: (one step per pixel) and before the position embedding is built, so ``img_size: 1000000000000`` in a hostile
+#: ``config.json`` is one line, not an endless loop or torch's multi-kB overflow message.
+MAX_IMG_SIZE = 65536
 
 
 def check_positive_int(name: str, value, high: int | None = None) -> int:
@@ -38,8 +42,8 @@ def check_heads(embed_dim: int, num_heads: int) -> None:
 
 
 def check_patch(img_size: int, patch_size: int) -> None:
-    check_positive_int("img_size", img_size)
-    check_positive_int("patch_size", patch_size)
+    check_positive_int("img_size", img_size, MAX_IMG_SIZE)
+    check_positive_int("patch_size", patch_size, MAX_IMG_SIZE)
     if img_size % patch_size:
         divisors = [p for p in range(1, img_size + 1) if img_size % p == 0]
         raise ValueError(

@@ -26,25 +26,33 @@ from ..design.grid import RunSpec
 from .run_failure import RunFailure, last_line
 from .worker import BOOTSTRAP, read_status
 
-__all__ = ["RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs", "resolve_parallelism",
-           "run_pool", "window_open"]
+__all__ = ["MAX_PARALLEL", "RunFailure", "default_parallelism", "is_done", "last_line", "pending_runs",
+           "resolve_parallelism", "run_pool", "window_open"]
+
+
+#: The most runs at once (``--jobs``) and threads per run (``--threads``): far above any machine's cores, and a
+#: typo such as ``--threads 100000`` is refused before a worker asks torch for that many threads.
+MAX_PARALLEL = 1024
 
 
 def default_parallelism(cores: int | None = None) -> tuple[int, int]:
-    """``(jobs, threads)``: one single-threaded job per available core."""
+    """``(jobs, threads)``: one single-threaded job per available core (at most :data:`MAX_PARALLEL`)."""
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores), 1
+    return max(1, min(cores, MAX_PARALLEL)), 1
 
 
 def resolve_parallelism(jobs: int | None, threads: int | None) -> tuple[int, int]:
-    """``(jobs, threads)`` as given, ``None`` replaced by :func:`default_parallelism`'s; below 1 is a one-line
-    ``ValueError`` (``0`` is not "automatic")."""
+    """``(jobs, threads)`` as given, ``None`` replaced by :func:`default_parallelism`'s; below 1 or above
+    :data:`MAX_PARALLEL` is a one-line ``ValueError`` (``0`` is not "automatic")."""
     auto_jobs, auto_threads = default_parallelism()
     jobs = auto_jobs if jobs is None else jobs
     threads = auto_threads if threads is None else threads
     if jobs < 1 or threads < 1:
         raise ValueError(f"--jobs and --threads must be >= 1, got {jobs} and {threads}")
+    if jobs > MAX_PARALLEL or threads > MAX_PARALLEL:
+        raise ValueError(f"--jobs and --threads must be at most {MAX_PARALLEL} (this library's limit), got {jobs} "
+                         f"and {threads}")
     return jobs, threads
 
 

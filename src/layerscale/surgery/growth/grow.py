@@ -59,7 +59,7 @@ def insertion_points(where: str | None, insert: int, depth: int) -> list[int]:
     if not isinstance(where, str):
         raise ValueError(f"where must be 'top', 'every:M' or 'after:i,j,...', got {where!r}")
     kind, _, arg = where.partition(":")
-    if kind == "top" and not arg:
+    if where == "top":  # not "top:", which names no place
         return [depth - 1] * insert
     if kind == "every":
         try:
@@ -79,7 +79,8 @@ def insertion_points(where: str | None, insert: int, depth: int) -> list[int]:
             raise ValueError(f"where={where!r}: after: takes comma-separated block indices, e.g. after:3,7") from None
         bad = [p for p in points if not 0 <= p < depth]
         if bad:
-            raise ValueError(f"where={where!r}: block index {bad[0]} is past the depth (blocks 0..{depth - 1})")
+            where_is = "negative" if bad[0] < 0 else "past the depth"
+            raise ValueError(f"where={where!r}: block index {bad[0]} is {where_is} (blocks 0..{depth - 1})")
         if len(points) != insert:
             raise ValueError(f"where={where!r} names {len(points)} places for insert={insert} new blocks; give one "
                              f"index per new block (repeat an index to insert several there)")
