@@ -146,6 +146,11 @@ def test_the_summary_names_the_primary_cells_extra_seeds():
     assert ", over 3 seeds; the test split" in plain_paragraph(plain, [], metric)
 
 
+def test_a_base_config_that_is_no_mapping_is_refused_before_its_rate_is_read():
+    with pytest.raises(ValueError, match=r"^the study's base config must be a mapping, got a list$"):
+        StudySpec(("prenorm",), (2,), (0,), [1])
+
+
 @pytest.mark.parametrize("lr", [-1.0, 0.0, float("nan"), float("inf"), "abc", True])
 def test_a_shared_rate_that_is_not_a_positive_number_is_refused(lr, tmp_path, capsys):
     base = {**TINY_BASE, "optim": {**TINY_BASE["optim"], "lr": lr}}

@@ -268,10 +268,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     action = ("--report-only" if args.report_only else "the dry run" if args.dry_run
               else "--estimate" if args.estimate else "training")
-    if not args.report_only:  # the checks a run makes first: --dry-run and --estimate refuse what a run refuses
+    if args.dry_run or args.estimate:  # refuse what a run refuses (run_study makes these checks first)
         from .study import check_study_paths
 
         check_study_paths(out, args.reuse_from)
+    if not args.report_only:
         refuse_packed(out, action)
     refuse_without_records(out, action)
     if args.report_only and _design_untouched(args):

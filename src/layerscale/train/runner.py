@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -74,7 +74,7 @@ def _raw_config(config: Any, resume_dir: Path | None) -> dict[str, Any]:
 
 
 
-def _name_the_file(error: ValueError, file: Any, overrides: Sequence[str]) -> None:
+def _name_the_file(error: ValueError, file: Any, overrides: Sequence[str]) -> NoReturn:
     """Raise ``error`` again, led by the config file's name when the value it refuses came from ``file`` (not from
     an override ``--set key=value``, whose key the line names already): ``c.yaml: config key model.depth: ...``."""
     key = re.search(r"config key ([\w.]+)", str(error))

@@ -51,10 +51,10 @@ def format_lr(lr: float | None) -> str:
     return "not tuned yet" if lr is None else f"{lr:g}"
 
 
-
 def _is_rate(value) -> bool:
     """A learning rate: a finite number above 0 (a bool is no number here)."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -153,10 +153,6 @@ class StudySpec:
                 raise ValueError(f"--{name} lists a value twice: {list(values)}")
         if not all(_is_rate(lr) for lr in self.lrs):
             raise ValueError(f"--lrs must be positive numbers, got {list(self.lrs)}")
-        shared = self.base.get("optim", {}).get("lr", 1e-3) if isinstance(self.base.get("optim"), dict) else 1e-3
-        if not _is_rate(shared):
-            raise ValueError(f"config key optim.lr (the shared learning rate, --lr): expected a positive number, "
-                             f"got {shown_value(shared)}")
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"--reference {self.reference!r} is not one of the studied methods "
                              f"({', '.join(self.methods)})")
@@ -200,6 +196,9 @@ class StudySpec:
                 raise ValueError(f"--{name} must be a finite number, got {str(value)[:40]!r}")
         if not isinstance(self.base, dict):
             raise ValueError(f"the study's base config must be a mapping, got a {type(self.base).__name__}")
+        if not _is_rate(shared := self._given_shared_lr()):
+            raise ValueError(f"config key optim.lr (the shared learning rate, --lr): expected a positive number, "
+                             f"got {shown_value(shared)}")
         if self.shapes:
             object.__setattr__(self, "shapes", tuple(tuple(row) for row in self.shapes))
             missing = [f"{m} at depth {d}" for m, d in self.cells() if self.width(m, d) is None]
@@ -294,7 +293,12 @@ class StudySpec:
     @property
     def shared_lr(self) -> float:
         """The one learning rate of the shared table (the base config's ``optim.lr``, default 1e-3)."""
-        return float(self.base.get("optim", {}).get("lr", 1e-3))
+        return float(self._given_shared_lr())
+
+    def _given_shared_lr(self) -> Any:
+        """The base config's ``optim.lr`` as given (default 1e-3), before it is checked to be a rate."""
+        optim = self.base.get("optim")
+        return optim.get("lr", 1e-3) if isinstance(optim, dict) else 1e-3
 
     @property
     def tuned(self) -> bool:
@@ -362,8 +366,7 @@ class StudySpec:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
-        """The design a study file records; a field of the wrong type is one ``ValueError`` naming it, its value and
-        the type expected (:func:`~layerscale.study.design.spec_fields.check_spec_fields`), before any is read."""
+        """The design a study file records; a field of the wrong type is one ``ValueError`` (:mod:`.spec_fields`)."""
         check_spec_fields(raw)
         keys = ("lrs", "reference", "validation_fraction", "tune_seed", "min_budget", "halving_rate", "patience",
                 "min_delta", "target", "shared_table", "shapes", "tuning", "tune_seeds", "extend_grid", "primary",
