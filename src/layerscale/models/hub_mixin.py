@@ -31,6 +31,7 @@ from ..atomic_io import atomic_path, write_json_atomic, write_text_atomic
 from ..checkpoint_io import check_safetensors_file
 from ..paths import refuse_non_file
 from ..untrusted_files import parse_json
+from .validation import check_fits_memory
 
 __all__ = ["HubMixin", "CONFIG_NAME", "WEIGHTS_NAME", "MODEL_CARD_NAME"]
 
@@ -275,9 +276,11 @@ class HubMixin:
         if unknown:
             raise ValueError(f"from_pretrained: unknown constructor argument(s) {', '.join(unknown)} for "
                              f"{cls.__name__}; allowed: {', '.join(allowed)}")
-        try:
-            model = cls(**{**saved_args, **model_kwargs})
-        except (TypeError, ValueError) as exc:  # a saved argument of the wrong type or range: name the file
+        args = {**saved_args, **model_kwargs}
+        try:  # a saved argument of the wrong type or range, or sizes beyond this machine's memory: name the file
+            check_fits_memory(lambda: cls(**args), "its model", "loading it", 2, "the model and the file's tensors")
+            model = cls(**args)
+        except (TypeError, ValueError) as exc:
             raise ValueError(f"{folder / CONFIG_NAME}{' (with overrides)' if model_kwargs else ''}: {exc}") from None
         weights = folder / WEIGHTS_NAME
         refuse_non_file(weights, f"the {WEIGHTS_NAME} save_pretrained writes")  # a FIFO is named, never opened
@@ -289,7 +292,7 @@ class HubMixin:
         tensors = _fit_overrides(model, tensors, weights, new_head=new_head)
         missing, unexpected = model.load_state_dict(tensors, strict=False)
         if new_head:  # only a head asked to be new may be missing from the file: any other gap is refused
-            missing = [k for k in missing if k not in _new_head_keys(model, tensors)]
+            missing = [k for k in missing if not k.startswith("head.")]
         if strict and (missing or unexpected):
             raise ValueError(f"{weights} does not fit the {cls.__name__} its config.json builds: missing keys "
                              f"{sorted(missing)[:5]}, unexpected keys {sorted(unexpected)[:5]}")
@@ -330,11 +333,6 @@ def _resolve_dtype(name: str, torch_dtype: torch.dtype | str | None) -> torch.dt
         raise ValueError(f"{name}={torch_dtype!r}: expected a floating torch.dtype or its name "
                          f"('float32', 'float16', 'bfloat16') or 'auto'")
     return dtype
-
-
-def _new_head_keys(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> set[str]:
-    """The head's keys that ``tensors`` leaves out because the head was asked to be new."""
-    return {k for k in model.state_dict() if k.startswith("head.") and k not in tensors}
 
 
 def _fit_overrides(model: torch.nn.Module, tensors: dict[str, torch.Tensor], weights: Path,

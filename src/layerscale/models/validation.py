@@ -3,13 +3,26 @@
 The depth and the width have an upper limit, checked before any module is built: every block is a few dozen Python
 module objects even on the ``meta`` device, so ``depth: 100000`` exhausted the memory (5 GB, minutes) before the
 check of the training memory could run. The limits are far above any trained model (DeepNet's 1,000 layers, a
-16,384-wide LLM) and far below where building the module objects alone becomes a problem; the number of parameters
-is bounded separately, by this machine's memory (:mod:`layerscale.train.setup.model_build`).
+16,384-wide LLM) and far below where building the module objects alone becomes a problem.
+
+The number of parameters is bounded by this machine's memory (:func:`check_fits_memory`): sizes that are valid
+numbers yet absurd together (``depth: 64, embed_dim: 65536`` in a hostile ``config.json`` is 3·10¹² parameters) ask
+the allocator for terabytes, or get pages the kernel's out-of-memory killer later takes back. So a model is first
+built on the ``meta`` device (shapes only, no memory) and refused when what its use holds exceeds physical memory:
+``copies × P`` bytes for ``P`` bytes of parameters, plus the buffers once (training with AdamW: 4 copies, the
+weights, their gradients and two moments; loading saved weights: 2, the model and the file's tensors).
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_DEPTH", "MAX_IMG_SIZE", "MAX_WIDTH", "check_positive_int", "check_heads", "check_patch", "check_rate"]
+import os
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+__all__ = ["MAX_DEPTH", "MAX_IMG_SIZE", "MAX_WIDTH", "check_fits_memory", "check_heads", "check_patch",
+           "check_positive_int", "check_rate", "machine_memory_bytes", "model_bytes"]
 
 #: The most blocks one stack of a model may have (``depth``, CaiT's ``depth_token_only``).
 MAX_DEPTH = 1024
@@ -55,3 +68,43 @@ def check_rate(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
     return float(value)
+
+
+def machine_memory_bytes() -> int | None:
+    """Physical memory of this machine in bytes, or ``None`` where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def model_bytes(model: nn.Module, copies: int, dtype: torch.dtype | None = None) -> int:
+    """``copies ×`` the bytes of ``model``'s parameters plus its buffers once; floating tensors counted in
+    ``dtype`` when given (the dtype the model will be loaded in), else in their own."""
+    def size(tensor: torch.Tensor) -> int:
+        return tensor.numel() * (dtype.itemsize if dtype is not None and tensor.is_floating_point()
+                                 else tensor.element_size())
+    return copies * sum(map(size, model.parameters())) + sum(map(size, model.buffers()))
+
+
+def check_fits_memory(build: Callable[[], nn.Module], what: str, use: str, copies: int, holding: str,
+                      dtype: torch.dtype | None = None) -> None:
+    """A one-line ``ValueError`` when the model ``build()`` makes needs more than this machine's memory for ``use``.
+
+    ``build`` runs on the ``meta`` device (nothing is allocated); its ``TypeError`` / ``ValueError`` (arguments it
+    refuses) propagate, and a model with an operation the ``meta`` device lacks passes unchecked (the real build
+    decides). ``what`` names the model in the message (``"model 'vit'"``, a ``config.json``), ``use`` what is done
+    with it (``"training it"``, ``"loading it"``) and ``holding`` what its ``copies`` of the weights are; ``dtype``
+    the floating dtype they will have, when not the one ``build`` gives them.
+    """
+    try:
+        with torch.device("meta"):
+            shapes = build()
+    except (RuntimeError, NotImplementedError):
+        return
+    memory, needed = machine_memory_bytes(), model_bytes(shapes, copies, dtype)
+    if memory is not None and needed > memory:
+        count = sum(p.numel() for p in shapes.parameters())
+        raise ValueError(f"{what}: {count:,} parameters; {use} needs at least {needed / 2**30:,.1f} GiB "
+                         f"({holding}), more than this machine's {memory / 2**30:,.1f} GiB; "
+                         f"lower embed_dim, depth or mlp_ratio")

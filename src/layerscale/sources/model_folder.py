@@ -90,8 +90,12 @@ def _timm(folder: Path) -> nn.Module:
         import timm
     except ImportError:
         raise ImportError(f"{folder} is a timm model folder; reading it needs timm: pip install timm") from None
-    model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True).eval()
-    return model
+    from ..models.validation import check_fits_memory
+
+    name = f"local-dir:{folder.resolve()}"
+    check_fits_memory(lambda: timm.create_model(name, pretrained=False), f"{folder / 'config.json'}: its model",
+                      "loading it", 2, "the model and the file's tensors")  # config.json's sizes, before allocating
+    return timm.create_model(name, pretrained=True).eval()
 
 
 def _transformers(folder: Path) -> nn.Module:

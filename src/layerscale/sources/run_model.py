@@ -89,6 +89,7 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     """
     from ..checkpoint_io import read_state_dict_file
     from ..models.registry import create_model
+    from ..models.validation import check_fits_memory
     from ..train.state.checkpoint import check_same_architecture, load_checkpoint
     from ..train.config.schema import TrainConfig
     from ..train.setup.data_setup import load_train_data
@@ -99,7 +100,9 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     cfg = TrainConfig.from_file(config_path)
     data = train_data if train_data is not None else load_train_data(cfg)
     model_args = {**data.model_args, **cfg.model.options}
-    try:
+    try:  # sizes beyond this machine's memory are refused before anything is allocated
+        check_fits_memory(lambda: create_model(cfg.model.name, **model_args), f"{config_path}: model "
+                          f"{cfg.model.name!r}", "loading it", 2, "the model and the checkpoint's tensors")
         model = create_model(cfg.model.name, **model_args)
     except TypeError as exc:
         raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None

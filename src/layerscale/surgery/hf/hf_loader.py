@@ -105,6 +105,29 @@ def _unmarked_config(folder: Path):
     return CONFIG_MAPPING[base].from_dict(saved)
 
 
+def _check_fits_memory(model_class: Any, folder: Path, kwargs: dict[str, Any]) -> None:
+    """A one-line ``ValueError`` when the model ``folder``'s config describes needs more than this machine's memory
+    for its weights (in the dtype it is loaded in: ``dtype`` / ``torch_dtype``, else the config's, else float32),
+    found on the ``meta`` device before transformers allocates it: a hostile ``config.json``'s sizes
+    (``num_hidden_layers``, ``hidden_size``) are not bounded by the weights files, whose missing tensors
+    transformers would initialise."""
+    from ...models.validation import check_fits_memory
+
+    config = kwargs.get("config")
+    if config is None:
+        from transformers import AutoConfig
+
+        config = getattr(model_class, "config_class", None) or AutoConfig
+        config = config.from_pretrained(folder)
+    dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
+    if dtype is None or dtype == "auto":
+        dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    dtype = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+    build = getattr(model_class, "from_config", None) or model_class._from_config
+    check_fits_memory(lambda: build(config), f"{folder / 'config.json'}: its model", "loading it", 1, "the weights",
+                      dtype if isinstance(dtype, torch.dtype) else None)
+
+
 def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_path: str | os.PathLike,
                                     **kwargs: Any):
     """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint saved after ``add_layerscale``.
@@ -138,6 +161,7 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
         config = _unmarked_config(folder) if "config" not in kwargs else None
         if config is not None:
             kwargs["config"] = config
+        _check_fits_memory(model_class, folder, kwargs)
         model, info = model_class.from_pretrained(folder, output_loading_info=True, **kwargs)
     finally:
         hf_logging.set_verbosity(verbosity)
