@@ -63,3 +63,25 @@ def test_augmented_item_is_reproducible_under_global_seed(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(first, second))
     plain = load_dataset("cifar10", tmp_path)
     assert any(not torch.equal(a, plain.train[i][0]) for i, a in enumerate(first))
+
+
+def test_a_data_path_for_the_embedded_digits_is_refused_not_ignored(tmp_path):
+    write_mnist_dir(tmp_path)  # the user meant the files there, not scikit-learn's digits
+    with pytest.raises(ValueError, match=r"dataset 'digits' is embedded .* got the data path '.*': leave the path out"):
+        load_dataset("digits", tmp_path)
+    assert load_dataset("digits").name == "digits"
+
+
+def test_analyze_of_a_digits_run_with_data_path_but_no_data_says_so(train_with_cli, tmp_path, capsys):
+    """``analyze RUN --data-path DIR`` without ``--data`` reads the run's own dataset from DIR; for digits, which
+    has no files, the path was silently dropped and the run's own split used."""
+    from layerscale.cli import main
+
+    run = train_with_cli({"model": {"name": "vit", "patch_size": 4, "embed_dim": 16, "num_heads": 2, "depth": 1},
+                          "data": {"name": "digits", "batch_size": 64, "augment": False},
+                          "optim": {"epochs": 1, "max_steps": 2}}, "digits-data-path")
+    write_mnist_dir(tmp_path / "mnist")
+    assert main(["analyze", str(run), "--data-path", str(tmp_path / "mnist"), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "dataset 'digits' is embedded" in err
+    assert not (tmp_path / "r").exists()

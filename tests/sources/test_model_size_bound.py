@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from layerscale import machine
 from layerscale.cli import main
-from layerscale.models import VisionTransformer
-from layerscale.models import validation
+from layerscale.models import VisionTransformer, validation
 from layerscale.sources import read_source
 from source_models import gpt2, hf_folder, timm_folder, timm_vit
 
@@ -59,9 +59,9 @@ def test_our_folder_loads_when_it_fits_and_is_refused_when_memory_is_short(tmp_p
     folder = _ours(tmp_path)
     model = VisionTransformer.from_pretrained(folder)
     needed = validation.model_bytes(model, 2)
-    monkeypatch.setattr(validation, "machine_memory_bytes", lambda: needed)
+    monkeypatch.setattr(machine, "machine_memory_bytes", lambda: needed)
     VisionTransformer.from_pretrained(folder)  # exactly enough
-    monkeypatch.setattr(validation, "machine_memory_bytes", lambda: needed - 1)
+    monkeypatch.setattr(machine, "machine_memory_bytes", lambda: needed - 1)
     with pytest.raises(ValueError, match=REFUSAL):
         VisionTransformer.from_pretrained(folder)
 
@@ -107,7 +107,7 @@ def test_a_transformers_folder_is_counted_in_the_dtype_it_loads_in(tmp_path, mon
     model = gpt2(vocab=64).to(torch.bfloat16)
     folder = hf_folder(tmp_path / "hf", model, None)
     float32_bytes = validation.model_bytes(model, 1, torch.float32)
-    monkeypatch.setattr(validation, "machine_memory_bytes", lambda: float32_bytes - 1)
+    monkeypatch.setattr(machine, "machine_memory_bytes", lambda: float32_bytes - 1)
     loaded = from_pretrained_with_layerscale(AutoModelForCausalLM, folder)
     assert next(loaded.parameters()).dtype == torch.bfloat16
     with pytest.raises(ValueError, match=REFUSAL.replace(" .*more", r" \(the weights\), more")):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from ..machine import machine_memory_bytes
 from .bundle import ImageDataBundle, RawImageData
 from .tensor_dataset import TensorImageDataset, channel_stats
 from .transforms import train_augmentation
@@ -38,6 +38,9 @@ def _canonical(name: str) -> str:
 def _read(name: str, data_dir: str | Path | None, img_size: int | None, test_fraction: float, seed: int) -> RawImageData:
     # Readers are imported here so that each optional dependency is only touched when asked for.
     if name == "digits":
+        if data_dir is not None:  # a path given for the embedded set would be ignored: say so
+            raise ValueError(f"dataset 'digits' is embedded (scikit-learn's load_digits) and reads no files; got the "
+                             f"data path {str(data_dir)!r}: leave the path out, or name the dataset stored there")
         from .digits import read_digits
 
         return read_digits(test_fraction, seed)
@@ -58,11 +61,8 @@ def _check_resize_fits(name: str, count: int, channels: int, size: int, chunk: i
     """``ValueError`` when resizing ``count`` images to ``size`` x ``size`` needs more than this machine's memory:
     the resized uint8 images plus one float32 chunk (:func:`_resize`), counted before anything is allocated."""
     needed = count * channels * size * size + min(count, chunk) * channels * size * size * 4
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return
-    if needed > memory:
+    memory = machine_memory_bytes()
+    if memory is not None and needed > memory:
         raise ValueError(f"img_size {size}: resizing the {count:,} images of dataset {name!r} to {size}x{size} "
                          f"needs {needed / 2**30:,.1f} GiB, more than this machine's {memory / 2**30:,.1f} GiB; "
                          f"choose a smaller img_size")
@@ -92,7 +92,7 @@ def load_dataset(
 ) -> ImageDataBundle:
     """Load an image-classification dataset by name into memory, ready for a DataLoader.
 
-    Names (see `DATASET_NAMES`): `digits` (scikit-learn, no files; `data_dir` ignored), `mnist`,
+    Names (see `DATASET_NAMES`): `digits` (scikit-learn, no files; a `data_dir` is refused), `mnist`,
     `fashion-mnist` (IDX files; Fashion-MNIST defaults to the Debian package's folder), `cifar10`,
     `cifar100` (python-pickle folders), `imagefolder` (one sub-folder per class; `img_size` default 32).
     `img_size` resizes any dataset to img_size x img_size (bilinear, antialiased). `test_fraction` and

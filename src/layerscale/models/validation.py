@@ -15,14 +15,15 @@ weights, their gradients and two moments; loading saved weights: 2, the model an
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
+from .. import machine
+
 __all__ = ["MAX_DEPTH", "MAX_IMG_SIZE", "MAX_WIDTH", "check_fits_memory", "check_heads", "check_patch",
-           "check_positive_int", "check_rate", "machine_memory_bytes", "model_bytes"]
+           "check_positive_int", "check_rate", "model_bytes"]
 
 #: The most blocks one stack of a model may have (``depth``, CaiT's ``depth_token_only``).
 MAX_DEPTH = 1024
@@ -70,14 +71,6 @@ def check_rate(name: str, value: float) -> float:
     return float(value)
 
 
-def machine_memory_bytes() -> int | None:
-    """Physical memory of this machine in bytes, or ``None`` where the system does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def model_bytes(model: nn.Module, copies: int, dtype: torch.dtype | None = None) -> int:
     """``copies ×`` the bytes of ``model``'s parameters plus its buffers once; floating tensors counted in
     ``dtype`` when given (the dtype the model will be loaded in), else in their own."""
@@ -102,7 +95,7 @@ def check_fits_memory(build: Callable[[], nn.Module], what: str, use: str, copie
             shapes = build()
     except (RuntimeError, NotImplementedError):
         return
-    memory, needed = machine_memory_bytes(), model_bytes(shapes, copies, dtype)
+    memory, needed = machine.machine_memory_bytes(), model_bytes(shapes, copies, dtype)
     if memory is not None and needed > memory:
         count = sum(p.numel() for p in shapes.parameters())
         raise ValueError(f"{what}: {count:,} parameters; {use} needs at least {needed / 2**30:,.1f} GiB "
