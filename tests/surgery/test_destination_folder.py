@@ -49,3 +49,22 @@ def test_a_destination_inside_the_source_is_refused_and_its_checkpoints_kept(tmp
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and f"lies inside the source {source}" in err
     assert _hashes(tmp_path) == before
+
+
+@pytest.mark.parametrize("given", ["checkpoint", "weights-file"])
+def test_a_destination_inside_the_run_of_a_source_checkpoint_is_refused(train_with_cli, tmp_path, capsys, given):
+    """``grow RUN/checkpoints/step_N --out RUN/checkpoints/step_99999999`` wrote a folder that resuming or analysing
+    the run would take for its latest checkpoint: a checkpoint counts as its whole run."""
+    run = train_with_cli({"model": {"name": "vit", "patch_size": 4, "embed_dim": 16, "num_heads": 2, "depth": 1},
+                          "data": {"name": "digits", "batch_size": 64, "augment": False},
+                          "optim": {"epochs": 1, "max_steps": 2}}, f"grow-into-run-{given}")
+    checkpoint = sorted((run / "checkpoints").iterdir())[-1]
+    source = [str(checkpoint)] if given == "checkpoint" else [str(checkpoint / "model.safetensors"), "--config",
+                                                               str(run / "config.yaml")]
+    before = _hashes(run)
+    for dest in (run / "checkpoints" / "step_99999999", run / "grown"):
+        assert main(["grow", *source, "--insert", "1", "--out", str(dest)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and f"lies inside the run {run} of the source" in err
+    assert _hashes(run) == before
+    assert main(["grow", *source, "--insert", "1", "--out", str(tmp_path / "grown")]) == 0  # outside: written

@@ -35,24 +35,39 @@ read_source_model = read_source
 def check_destination_folder(dest: str | os.PathLike, force: bool, source: str | os.PathLike | None = None) -> Path:
     """Refuse (before any work) a DEST that exists and is not an empty folder without ``force``, a DEST that is
     the source, holds it or lies inside it (replacing DEST would delete the source or part of it, even with
-    ``force``), or one that cannot be written."""
+    ``force``), or one that cannot be written. A checkpoint directory (or a file in one) of a training run counts
+    as its whole run: DEST inside ``RUN/checkpoints/`` could be taken for a checkpoint (``step_N``) when the run is
+    resumed or analysed."""
     dest = Path(dest)
     if source is not None:
         target, origin = dest.resolve(), Path(source).resolve()
+        run = _run_of_checkpoint(origin)
         if target == origin:
             raise ValueError(f"--out {dest} is the source itself; write the edited model to another folder")
         if target in origin.parents:
             raise ValueError(f"--out {dest} holds the source {source}; replacing it would delete the source: write "
                              "the edited model to another folder")
-        if origin in target.parents:
-            raise ValueError(f"--out {dest} lies inside the source {source}; writing there could replace the "
-                             "source's own files (its checkpoints): write the edited model outside it")
+        if (run or origin) in (target, *target.parents):
+            where = f"the run {run} of the source {source}" if run else f"the source {source}"
+            raise ValueError(f"--out {dest} lies inside {where}; writing there could replace the source's own files "
+                             "(its checkpoints): write the edited model outside it")
     if dest.exists():
         if not dest.is_dir():
             raise FileExistsError(f"{dest} exists and is not a folder")
         if any(dest.iterdir()) and not force:
             raise FileExistsError(f"{dest} exists and is not empty; use --force to replace it")
     return check_writable_dir(dest, "model folder")
+
+
+def _run_of_checkpoint(origin: Path) -> Path | None:
+    """The training run (``config.yaml`` + ``checkpoints/``) whose checkpoint directory ``origin`` is or holds,
+    else ``None``."""
+    from ..diagnostics.run_data import CONFIG_FILE
+    from ..train.state.checkpoint import CHECKPOINT_DIR
+
+    checkpoint = origin.parent if origin.is_file() else origin
+    run = checkpoint.parent.parent
+    return run if checkpoint.parent.name == CHECKPOINT_DIR and (run / CONFIG_FILE).is_file() else None
 
 
 def _write_ours(model: nn.Module, folder: Path, extra: dict[str, Any]) -> list[str]:
