@@ -134,7 +134,7 @@ def test_bad_inputs_are_one_line_errors():
         (lambda: analyze_depth(model, (IMAGES[:0], LABELS[:0])), "empty"),
         (lambda: analyze_depth(model, (IMAGES, LABELS + 5)), "has 5 classes"),
         (lambda: analyze_depth(model, (torch.randn(12, 3, 8, 8), LABELS)), r"expected images of shape \(B, 1, 8, 8\)"),
-        (lambda: analyze_depth(_ours("gpt", "prenorm")[0], TOKENS + 40), "cannot take evaluation inputs"),
+        (lambda: analyze_depth(_ours("gpt", "prenorm")[0], TOKENS + 40), r"token ids must be in \[0, 32\)"),
         (lambda: analyze_depth(model, (IMAGES, LABELS[:5])), "same first dimension"),
         (lambda: analyze_depth(model, (IMAGES, LABELS.float())), "integer"),
         (lambda: analyze_depth(model, (IMAGES, LABELS), batch_size=0), "batch_size"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from ..paths import refuse_non_file
 from .bundle import RawImageData
 
 # Where Debian's package `dataset-fashion-mnist` installs the four .gz files.
@@ -74,8 +75,10 @@ def read_idx(path: str | Path, ndim: int) -> torch.Tensor:
 
     Raises ValueError naming the file when the magic number is not `00 00 08 <ndim>`, when the header declares
     more than `MAX_IDX_BYTES` bytes (refused before anything is allocated or decompressed), or when the
-    payload is shorter (truncated) or longer (trailing data) than the header's dimensions require.
+    payload is shorter (truncated) or longer (trailing data) than the header's dimensions require, and when `path`
+    is no regular file (a directory, a FIFO, a device: named, never opened, since a FIFO would block forever).
     """
+    refuse_non_file(path, "an IDX file")
     dims, payload = _read_idx_bytes(Path(path), ndim)
     # bytearray: frombuffer needs a writable buffer to avoid sharing read-only memory with torch.
     return torch.frombuffer(bytearray(payload), dtype=torch.uint8).reshape(dims)
@@ -83,6 +86,7 @@ def read_idx(path: str | Path, ndim: int) -> torch.Tensor:
 
 def _find(directory: Path, stem: str) -> Path:
     for name in (stem, stem + ".gz"):
+        refuse_non_file(directory / name, "an IDX file")  # a FIFO or a folder is named as what it is
         if (directory / name).is_file():
             return directory / name
     raise FileNotFoundError(f"{directory / stem}[.gz]: file not found")

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
+
+from ..messages import shown_value
+
+
+def _check_int(name: str, value: object, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low \
+            or (high is not None and value > high):
+        expected = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+        raise ValueError(f"{name} must be {expected}, got {shown_value(value)}")
 
 
 def make_loader(
@@ -33,8 +44,9 @@ def make_loader(
     call `loader.sampler.set_epoch(epoch)` before each epoch, or every epoch repeats the same order.
     Workers are not persistent, so each epoch reseeds them from the generator.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    _check_int("batch_size", batch_size, 1)
+    _check_int("num_workers", num_workers, 0)
+    _check_int("seed", seed, -(2**63), 2**64 - 1)  # what torch's generators take
     generator = torch.Generator().manual_seed(seed)
     sampler = None
     if distributed:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from ..machine import machine_memory_bytes
+from ..messages import shown_value
 from .bundle import ImageDataBundle, RawImageData
 from .tensor_dataset import TensorImageDataset, channel_stats
-from .transforms import train_augmentation
+from .transforms import check_padding, train_augmentation
 
 # name: (crop padding at the native size, horizontal flip on by default).
 # Flips stay off for digits and MNIST (a mirrored 2, 3, 7 is not the same digit) and, conservatively,
@@ -28,6 +30,9 @@ _DEFAULT_IMAGEFOLDER_SIZE = 32
 
 
 def _canonical(name: str) -> str:
+    if not isinstance(name, str):
+        raise ValueError(f"dataset name must be a string, one of {', '.join(DATASET_NAMES)}; got "
+                         f"{shown_value(name)}")
     key = name.strip().lower().replace("_", "-")
     key = {"fashionmnist": "fashion-mnist", "cifar-10": "cifar10", "cifar-100": "cifar100"}.get(key, key)
     if key not in _DEFAULTS:
@@ -108,8 +113,12 @@ def load_dataset(
     FileNotFoundError naming a missing file or folder, ImportError naming a missing optional package.
     """
     key = _canonical(name)
-    if img_size is not None and img_size < 1:
-        raise ValueError(f"img_size must be positive, got {img_size}")
+    if img_size is not None:
+        if isinstance(img_size, bool) or not isinstance(img_size, numbers.Integral) or img_size < 1:
+            raise ValueError(f"img_size must be a positive integer (or None), got {shown_value(img_size)}")
+        img_size = int(img_size)
+    if padding is not None:
+        check_padding(padding)
     raw = _read(key, data_dir, img_size, test_fraction, seed)
     train_images, test_images = raw.train_images, raw.test_images
     native = train_images.shape[-1]

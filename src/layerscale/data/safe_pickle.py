@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..messages import shown_name
+from ..paths import refuse_non_file
 
 # (module, name) pairs a CIFAR pickle may reference. numpy 2 renamed numpy.core to numpy._core, and
 # files written by either numpy (the real CIFAR files come from Python 2's numpy) must load.
@@ -84,9 +85,11 @@ def safe_load_pickle(path: str | Path) -> Any:
 
     Raises FileNotFoundError if `path` is missing, and ValueError naming the file if it is not a
     pickle, is truncated, references any global outside `ALLOWED_GLOBALS`, or builds an array larger than
-    `MAX_ARRAY_BYTES` (checked before it is allocated).
+    `MAX_ARRAY_BYTES` (checked before it is allocated), and a one-line ValueError naming what `path` is when it is
+    there but no regular file (a directory, a FIFO: never opened).
     """
     path = Path(path)
+    refuse_non_file(path, "a pickle file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
     with path.open("rb") as f:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+
 import torch
+
+from ..messages import shown_value
 
 
 def stratified_split(labels: torch.Tensor, test_fraction: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -10,10 +13,19 @@ def stratified_split(labels: torch.Tensor, test_fraction: float, seed: int) -> t
 
     Each class contributes `round(count * test_fraction)` of its samples to test, chosen by a
     permutation from `torch.Generator().manual_seed(seed)`; the same labels and seed always give the
-    same split, on any machine (torch's CPU generator is platform independent).
+    same split, on any machine (torch's CPU generator is platform independent). ``labels`` must be a 1-D tensor of
+    an integer dtype (a float label such as NaN would fall into no class and vanish from both parts).
     """
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    if not isinstance(labels, torch.Tensor) or labels.dim() != 1 or labels.dtype == torch.bool \
+            or labels.is_floating_point() or labels.is_complex():
+        shown = (f"a {labels.dim()}-D {labels.dtype} tensor" if isinstance(labels, torch.Tensor)
+                 else type(labels).__name__)
+        raise ValueError(f"labels must be a 1-D integer tensor, got {shown}")
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
+            or not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {shown_value(test_fraction)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [{-(2**63)}, {2**64 - 1}], got {shown_value(seed)}")
     gen = torch.Generator().manual_seed(seed)
     train_parts, test_parts = [], []
     for cls in torch.unique(labels).tolist():  # sorted, so the generator is consumed in a fixed order

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Sequence
 
 import torch
 from torch.utils.data import Dataset
+
+from ..messages import shown_value
+
+
+def _check_pixel_max(pixel_max: object) -> float:
+    """``pixel_max`` as a float, or a one-line ``ValueError``: it divides every pixel, so it must be finite and > 0."""
+    if isinstance(pixel_max, bool) or not isinstance(pixel_max, numbers.Real) or not math.isfinite(pixel_max) \
+            or pixel_max <= 0:
+        raise ValueError(f"pixel_max must be a finite number > 0, got {shown_value(pixel_max)}")
+    return float(pixel_max)
+
+
+def _check_channel_values(name: str, values: torch.Tensor, positive: bool) -> None:
+    """Each of ``values`` (a per-channel mean or std) finite, and > 0 for a std (it divides): a one-line
+    ``ValueError`` naming the first bad channel otherwise."""
+    bad = ~torch.isfinite(values) | (values <= 0 if positive else torch.zeros_like(values, dtype=torch.bool))
+    if bad.any():
+        channel = int(torch.nonzero(bad.flatten())[0])
+        raise ValueError(f"{name}[{channel}] must be a finite number{' > 0' if positive else ''}, got "
+                         f"{values.flatten()[channel].item()!r}")
 
 
 def channel_stats(images: torch.Tensor, pixel_max: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -13,10 +35,15 @@ def channel_stats(images: torch.Tensor, pixel_max: float) -> tuple[tuple[float, 
 
     `images` is uint8 (N, C, H, W). Uses a 256-bin histogram per channel, so it is exact and needs no
     float copy of the dataset (CIFAR-10 as float64 would be 1.2 GB). A channel with zero variance
-    gets std 1.0 so that normalising never divides by zero.
+    gets std 1.0 so that normalising never divides by zero (a constant channel, such as an all-black one, is real
+    data). ``pixel_max`` must be finite and > 0, and there must be at least one pixel per channel.
     """
     if images.dtype != torch.uint8 or images.dim() != 4:
         raise ValueError(f"expected uint8 images of shape (N, C, H, W), got {images.dtype} {tuple(images.shape)}")
+    pixel_max = _check_pixel_max(pixel_max)
+    if images.shape[0] * images.shape[2] * images.shape[3] == 0:
+        raise ValueError(f"images of shape {tuple(images.shape)} have no pixels; expected at least one image with "
+                         f"pixels to take channel statistics of")
     values = torch.arange(256, dtype=torch.float64) / pixel_max
     means, stds = [], []
     for c in range(images.shape[1]):
@@ -51,14 +78,18 @@ class TensorImageDataset(Dataset):
             raise ValueError(f"images must be (N, C, H, W), got shape {tuple(images.shape)}")
         if labels.shape != (images.shape[0],):
             raise ValueError(f"{images.shape[0]} images but labels of shape {tuple(labels.shape)}")
+        if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
+            raise ValueError(f"labels must be an integer tensor (class indices), got dtype {labels.dtype}")
         channels = images.shape[1]
         if len(mean) != channels or len(std) != channels:
             raise ValueError(f"mean/std need {channels} values, got {len(mean)} and {len(std)}")
-        self.images = images.contiguous()
-        self.labels = labels.to(torch.int64)
         self.mean = torch.tensor(mean, dtype=torch.float32).view(-1, 1, 1)
         self.std = torch.tensor(std, dtype=torch.float32).view(-1, 1, 1)
-        self.pixel_max = float(pixel_max)
+        _check_channel_values("mean", self.mean, positive=False)
+        _check_channel_values("std", self.std, positive=True)
+        self.pixel_max = _check_pixel_max(pixel_max)
+        self.images = images.contiguous()
+        self.labels = labels.to(torch.int64)
         self.transform = transform
 
     def __len__(self) -> int:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from pathlib import Path
 
 import torch
 from torch.utils.data import Dataset
 
+from ..machine import machine_memory_bytes
+from ..messages import shown_name
+from ..paths import describe_non_file, refuse_non_file
+from ..untrusted_files import read_regular_file, regular_files
 from .bundle import TextDataBundle
 
 BYTE_VOCAB_SIZE = 256
@@ -42,13 +49,55 @@ class ByteWindowDataset(Dataset):
         return chunk[:-1], chunk[1:]
 
 
+def _memory_limit() -> int:
+    """The most corpus bytes read: this machine's memory (a corpus larger than it cannot be held anyway)."""
+    memory = machine_memory_bytes()
+    return memory if memory is not None else sys.maxsize
+
+
+def _check_total(where: Path, sizes: list[int], limit: int) -> None:
+    total = sum(sizes)
+    if total > limit:
+        raise ValueError(f"{where}: {len(sizes)} text file(s) of {total} bytes in all; expected at most this "
+                         f"machine's memory, {limit} bytes")
+
+
+def _folder_files(folder: Path) -> list[tuple[str, Path]]:
+    """``(relative path, path)`` of every non-hidden regular file under ``folder``, recursively, read as a folder
+    someone else made (:func:`~layerscale.untrusted_files.regular_files`): a symbolic link or a special file (a
+    FIFO, a device, a socket) in it is refused in one line naming it, never followed or opened."""
+    found, stack = [], [(folder, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        files, others = regular_files(directory)
+        found += [(prefix + name, directory / name) for name in files if not name.startswith(".")]
+        for name in others:
+            if name.startswith("."):
+                continue
+            entry = directory / name
+            mode = os.lstat(entry).st_mode
+            if stat.S_ISDIR(mode):
+                stack.append((entry, f"{prefix}{name}/"))
+            else:
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else describe_non_file(entry) or "no regular file"
+                raise ValueError(f"{shown_name(str(entry))}: is {kind} inside the text folder "
+                                 f"{shown_name(str(folder))}; expected regular files and folders only")
+    return sorted(found)  # by relative path string: stable across filesystems
+
+
 def read_text_bytes(path: str | Path) -> bytes:
     """The bytes of `path`: a file as is; every non-hidden file under a folder, recursively, in sorted
     relative-path order; or every file matching a glob pattern (`/usr/share/vim/vim90/doc/*.txt`) in sorted path
     order — joined with one `\\n` byte. Raises FileNotFoundError if `path` does not exist (a pattern: matches no
-    file)."""
+    file). A folder is read as made by someone else: a symbolic link or special file inside it is refused (one-line
+    ``ValueError`` naming it), as is a corpus larger than this machine's memory (before anything is read); a named
+    path that is a FIFO or a device is refused by name, never opened."""
     path = Path(path)
+    limit = _memory_limit()
+    if not path.is_dir():
+        refuse_non_file(path, "a text file, a folder or a glob pattern")
     if path.is_file():
+        _check_total(path, [path.stat().st_size], limit)
         return path.read_bytes()
     if not path.is_dir() and any(c in str(path) for c in "*?["):
         matches = sorted((p for p in Path(path.anchor or ".").glob(str(path.relative_to(path.anchor))
@@ -56,14 +105,18 @@ def read_text_bytes(path: str | Path) -> bytes:
                           if p.is_file()), key=lambda p: p.as_posix())
         if not matches:
             raise FileNotFoundError(f"{path}: no text file matches this pattern")
+        _check_total(path, [p.stat().st_size for p in matches], limit)
         return FILE_SEPARATOR.join(p.read_bytes() for p in matches)
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: text file or folder not found")
-    files = sorted(
-        (p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)),
-        key=lambda p: p.relative_to(path).as_posix(),  # sort by path string: stable across filesystems
-    )
-    return FILE_SEPARATOR.join(p.read_bytes() for p in files)
+    # the folder the user named may be a link to it; what is inside it is someone else's
+    files = _folder_files(path.resolve() if path.is_symlink() else path)
+    _check_total(path, [os.lstat(p).st_size for _, p in files], limit)
+    parts, left = [], limit
+    for _, file in files:  # each read bounded by what is left: a file grown since is refused (UntrustedFileError)
+        parts.append(read_regular_file(file, left))
+        left -= len(parts[-1])
+    return FILE_SEPARATOR.join(parts)
 
 
 def load_text(path: str | Path, block_size: int, val_fraction: float = 0.1) -> TextDataBundle:

@@ -12,10 +12,21 @@ so the RNG stream never depends on the image.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+
+from ..messages import shown_value
+
+
+def check_padding(padding: object) -> int:
+    """``padding`` as an ``int`` >= 0; a one-line ``ValueError`` naming it otherwise (a bool, a float, a negative
+    number: a negative padding would silently mean no crop)."""
+    if isinstance(padding, bool) or not isinstance(padding, numbers.Integral) or padding < 0:
+        raise ValueError(f"padding must be an integer >= 0, got {shown_value(padding)}")
+    return int(padding)
 
 
 class RandomCropPad:
@@ -23,9 +34,7 @@ class RandomCropPad:
     offset in `[0, 2 * padding]` on each axis. Output shape equals input shape."""
 
     def __init__(self, padding: int, generator: torch.Generator | None = None) -> None:
-        if padding < 0:
-            raise ValueError(f"padding must be >= 0, got {padding}")
-        self.padding = int(padding)
+        self.padding = check_padding(padding)
         self.generator = generator
 
     def __call__(self, img: torch.Tensor) -> torch.Tensor:
@@ -77,7 +86,8 @@ def train_augmentation(
     padding: int, hflip: bool, generator: torch.Generator | None = None
 ) -> Compose | None:
     """The training augmentation: random crop with `padding` (skipped when 0), then a horizontal flip
-    when `hflip`. Returns None when there is nothing to do."""
+    when `hflip`. Returns None when there is nothing to do. A padding that is not an integer >= 0 is refused."""
+    padding = check_padding(padding)
     steps: list[Callable[[torch.Tensor], torch.Tensor]] = []
     if padding > 0:
         steps.append(RandomCropPad(padding, generator))

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import base64
 import html
+import numbers
 import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..atomic_io import write_bytes_atomic
-from ..paths import describe_non_file
+from ..destinations import check_writable_dir
+from ..messages import shown_value
+from ..paths import describe_non_file, refuse_non_file
 from . import plots
 from .grown_plots import figure_new_block_scales
 from .html_parts import REPORT_CSS, figure_png_bytes
@@ -30,6 +33,8 @@ from .run_dirs import distinct_run_names, expand_run_dirs
 __all__ = ["ReportSection", "Report", "standard_sections", "write_html_document", "write_report"]
 
 _MAX_WARNINGS_SHOWN = 50
+#: dots per inch a figure may be rendered at (at 1000 dpi the largest figure is already hundreds of MB of pixels)
+MAX_DPI = 1000
 
 
 @dataclass
@@ -158,12 +163,19 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
     are told apart by their parent folders (:mod:`layerscale.diagnostics.run_dirs`).
 
     Raises ``FileNotFoundError`` naming a missing run directory or file (``config.yaml``, ``metrics.jsonl``),
-    ``ValueError`` when no run is given or two runs share a name, ``ImportError`` without matplotlib.
+    ``ValueError`` when no run is given or two runs share a name, ``ImportError`` without matplotlib; a one-line
+    ``ValueError`` for a bad ``out_path`` (a folder, a FIFO, no ``.html``), ``dpi``, ``title`` or section, before
+    any run is read or anything is drawn or written.
     """
     if isinstance(run_dirs, (str, os.PathLike, RunData)):
         run_dirs = [run_dirs]
     if not run_dirs:
         raise ValueError("write_report needs at least one run directory")
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be a string (or None), got {type(title).__name__} {shown_value(title)}")
+    lead_sections = _checked_sections("lead_sections", lead_sections)
+    extra_sections = _checked_sections("extra_sections", extra_sections)
+    check_document_target(out_path, dpi)  # before any run is read or figure drawn
     plots.require_matplotlib()
     folders = expand_run_dirs([item for item in run_dirs if not isinstance(item, RunData)])
     runs = [item for item in run_dirs if isinstance(item, RunData)]  # built by the caller: named by it
@@ -182,22 +194,55 @@ def write_report(run_dirs: Sequence[str | os.PathLike | RunData] | str | os.Path
     return report
 
 
-def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSection], title: str,
-                        intro_html: str = "", dpi: int = 100, generator: str = "layerscale report") -> Report:
-    """Write ``sections`` as one self-contained HTML page at ``out_path`` (figures embedded as base64 PNG, each
-    also written to ``<out stem>_figures/<section file stem>.png``): the title, a generated-by line, the trusted
-    ``intro_html``, then each section's heading, paragraph, figure and trusted HTML. Every file is written
-    atomically. Raises a one-line ``ValueError``, before anything is written, when ``out_path`` does not end in
-    ``.html`` or its figures folder is a link or anything else than a folder (a file, a FIFO)."""
+def _checked_sections(name: str, sections: object) -> list[ReportSection]:
+    """``sections`` as a list; a one-line ``ValueError`` naming ``name`` unless it is an iterable (not a string) of
+    :class:`ReportSection`."""
+    if isinstance(sections, (str, bytes)) or not isinstance(sections, Iterable):
+        raise ValueError(f"{name} must be a list of ReportSection, got {type(sections).__name__} "
+                         f"{shown_value(sections)}")
+    sections = list(sections)
+    for index, section in enumerate(sections):
+        if not isinstance(section, ReportSection):
+            raise ValueError(f"{name}[{index}] must be a ReportSection, got {type(section).__name__} "
+                             f"{shown_value(section)}")
+    return sections
+
+
+def check_document_target(out_path: str | os.PathLike, dpi: int) -> tuple[Path, Path]:
+    """``(out, figures folder)`` for a report at ``out_path`` drawn at ``dpi``, or a one-line ``ValueError`` before
+    anything is drawn or written: ``out_path`` must end in ``.html`` and be nothing yet or a regular file (not a
+    folder, a FIFO ...) in a folder that is, or can be made, writable; its figures folder ``<stem>_figures`` must
+    be nothing yet or a folder (no link, file or FIFO); ``dpi`` an integer in [1, :data:`MAX_DPI`]."""
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Integral) or not 1 <= dpi <= MAX_DPI:
+        raise ValueError(f"dpi must be an integer in [1, {MAX_DPI}], got {shown_value(dpi)}")
+    if not isinstance(out_path, (str, os.PathLike)):
+        raise ValueError(f"report path must be a path ending in .html, got {type(out_path).__name__} "
+                         f"{shown_value(out_path)}")
     out = Path(out_path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"report path must end in .html, got {str(out)!r}")
+    refuse_non_file(out, "an HTML report file (or nothing there)")
+    check_writable_dir(out.parent, "folder for the report")
     figures_dir = out.parent / f"{out.stem}_figures"
     # a shared folder's link would put the figures wherever it points; a file (or a FIFO) there cannot hold them
     if figures_dir.is_symlink() or (figures_dir.exists() and not figures_dir.is_dir()):
         what = "a symbolic link" if figures_dir.is_symlink() else describe_non_file(figures_dir) or "a file"
         raise ValueError(f"{figures_dir}: {what}; expected a folder or nothing there (the report's figures are "
                          "written in it, never through a link)")
+    return out, figures_dir
+
+
+def write_html_document(out_path: str | os.PathLike, sections: Sequence[ReportSection], title: str,
+                        intro_html: str = "", dpi: int = 100, generator: str = "layerscale report") -> Report:
+    """Write ``sections`` as one self-contained HTML page at ``out_path`` (figures embedded as base64 PNG, each
+    also written to ``<out stem>_figures/<section file stem>.png``): the title, a generated-by line, the trusted
+    ``intro_html``, then each section's heading, paragraph, figure and trusted HTML. Every file is written
+    atomically. Raises a one-line ``ValueError``, before anything is written, for a bad argument
+    (:func:`check_document_target`; ``sections`` not :class:`ReportSection` objects, ``title`` not a string)."""
+    sections = _checked_sections("sections", sections)
+    if not isinstance(title, str):
+        raise ValueError(f"title must be a string, got {type(title).__name__} {shown_value(title)}")
+    out, figures_dir = check_document_target(out_path, dpi)
     out.parent.mkdir(parents=True, exist_ok=True)
     figures_dir.mkdir(exist_ok=True)
     report = Report(out)

@@ -18,6 +18,8 @@ from torch import nn
 
 from ..checkpoint_io import read_state_dict_file, unwrap_state_dict
 from ..messages import shown_names
+from ..models.validation import check_bool
+from ..weight_checks import check_loadable_weights
 from .formats import CANONICAL, detect_format, get_format, resolve_format_name
 from .rules import ConversionReport, format_keys
 from .settings import compare_settings, config_settings, model_settings, settings_not_in_keys
@@ -171,6 +173,7 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     resampled to the model's grid as timm does when it loads pretrained weights
     (:func:`layerscale.models.pos_embed_resample.resample_pos_embed`), and noted in the report.
     """
+    strict, resample_pos_embed = check_bool("strict", strict), check_bool("resample_pos_embed", resample_pos_embed)
     source_settings = model_settings(checkpoint) if isinstance(checkpoint, nn.Module) else {}
     if config is not None:
         source_settings = {**source_settings, **config_settings(config)}
@@ -193,6 +196,8 @@ def load_pretrained_into(model: nn.Module, checkpoint: str | os.PathLike | Mappi
     missing = check_fits(expected, converted, strict=strict,
                          what=f"checkpoint ({report.source}) does not fit {type(model).__name__}")
     _refuse_missing_qkv_bias(missing, type(model).__name__)
+    check_loadable_weights(converted, expected, str(checkpoint) if isinstance(checkpoint, (str, os.PathLike))
+                           else f"checkpoint ({report.source})")  # integer, boolean or NaN weights: refused
     with torch.no_grad():
         model.load_state_dict(converted, strict=not missing)
     if missing:
@@ -218,14 +223,17 @@ def _pos_embed_for_grid(model: nn.Module, state_dict: dict[str, torch.Tensor], n
     return {**state_dict, "pos_embed": resampled}
 
 
-#: Residual methods whose blocks have no timm / Hugging Face counterpart: extra streams (Hyper-Connections, mHC),
-#: extra norms and head scales (NormFormer) or a learned skip weight (Admin). Their checkpoints stay in our format.
-PEERLESS_RESIDUALS = frozenset({"hc", "hc_static", "mhc", "normformer", "admin"})
+#: Residual methods whose blocks timm and Hugging Face have: Pre-LN, with or without LayerScale (a per-channel,
+#: scalar or per-head γ shows in the keys and shapes, which the peer's own load checks, and a folded model is
+#: Pre-LN). Every other method computes what no peer block does, even where its keys are Pre-LN's (Post-LN,
+#: DeepNorm, LayerNorm Scaling, ReZero, ...): exported to timm it would load strictly and compute another function.
+#: Their checkpoints stay in our format.
+PEER_RESIDUALS = frozenset({"prenorm", "layerscale", "layerscale_head", "scalar"})
 
 
 def _refuse_peerless_residual(model: nn.Module, other_format: str) -> None:
     residual = getattr(model, "residual", None)
-    if other_format != CANONICAL and residual in PEERLESS_RESIDUALS:
+    if other_format != CANONICAL and isinstance(residual, str) and residual not in PEER_RESIDUALS:
         raise ValueError(f"residual {residual!r} has no {other_format} checkpoint layout (timm and Hugging Face have "
                          f"no such blocks); keep its checkpoints in the {CANONICAL!r} format")
 

@@ -47,7 +47,7 @@ SETTINGS = ("pooling", "fc_norm", "class_token", "register_tokens", "norm_pre", 
 # Settings a state dict of each format cannot reveal (the rest show up as keys or shapes: a bias, a gamma, a
 # register token, a fc_norm with parameters, talking-heads projections whose shape is the head count).
 _NOT_IN_KEYS = {
-    "layerscale": ("pooling", "activation", "norm_eps", "num_heads"),
+    "layerscale": ("pooling", "activation", "norm_eps", "num_heads", "block"),  # Post-LN has Pre-LN's keys
     "timm_vit": ("pooling", "activation", "norm_eps", "num_heads"),
     "deit3_official": ("pooling", "activation", "norm_eps", "num_heads"),
     "timm_cait": ("pooling", "activation", "norm_eps"),

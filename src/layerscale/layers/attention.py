@@ -5,6 +5,7 @@ heads are merged (the ``layerscale_head`` method) and the output projection is b
 whole branch output is ``Σ_h γ_h W_h o_h`` and is exactly ε-small at initialisation (a bias added after the merge would
 not be scaled). Folding ``γ_h`` into the columns of ``proj`` for head ``h`` is exact. ``proj_bias`` overrides that
 choice (NormFormer's head scale starts at 1 and keeps the bias); ``None`` means "no bias when there is a head scale".
+``attn_drop`` (dropout on the attention weights) is a real number in ``[0, 1)``, checked when the module is built.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .drop_path import check_drop_probability
 from .layer_scale import HeadScale
 
 __all__ = ["Attention", "TalkingHeadAttention", "ClassAttention"]
@@ -67,7 +69,7 @@ class Attention(_MultiHeadOutput):
         self.num_heads = num_heads
         self.head_dim = _check_heads(dim, num_heads)
         self.causal = causal
-        self.attn_drop = attn_drop
+        self.attn_drop = check_drop_probability("attn_drop", attn_drop)
         self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
         self._build_output(dim, num_heads, head_scale_init, proj_drop, proj_bias)
 
@@ -98,7 +100,7 @@ class TalkingHeadAttention(_MultiHeadOutput):
         self.head_dim = _check_heads(dim, num_heads)
         self.scale = self.head_dim**-0.5
         self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(attn_drop)
+        self.attn_drop = nn.Dropout(check_drop_probability("attn_drop", attn_drop))
         self.proj_l = nn.Linear(num_heads, num_heads)
         self.proj_w = nn.Linear(num_heads, num_heads)
         self._build_output(dim, num_heads, head_scale_init, proj_drop, proj_bias)
@@ -124,7 +126,7 @@ class ClassAttention(_MultiHeadOutput):
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = _check_heads(dim, num_heads)
-        self.attn_drop = attn_drop
+        self.attn_drop = check_drop_probability("attn_drop", attn_drop)
         self.q = nn.Linear(dim, dim, bias=qkv_bias)
         self.k = nn.Linear(dim, dim, bias=qkv_bias)
         self.v = nn.Linear(dim, dim, bias=qkv_bias)

@@ -88,10 +88,27 @@ class _ScaleBase(nn.Module):
 
 
 def _check_size(name: str, value) -> int:
-    """``value`` if it is a positive int, else a one-line ``ValueError`` naming ``name``."""
-    if not isinstance(value, int) or value < 1:
+    """``value`` if it is a positive int (not a bool), else a one-line ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
+
+
+def _check_update_shapes(owner: str, residual: torch.Tensor, branch: torch.Tensor, width: int | None,
+                         keep_mask: torch.Tensor | None) -> None:
+    """A one-line ``ValueError`` naming the shapes unless ``residual`` and ``branch`` have one shape ``(..., width)``
+    (any last dimension when ``width`` is ``None``) and ``keep_mask`` is ``None`` or ``(B, 1, ..., 1)`` (or all
+    ones): shape comparisons only, no tensor work."""
+    shape = residual.shape
+    if branch.shape != shape or residual.dim() < 1 or (width is not None and shape[-1] != width):
+        last = "D" if width is None else width
+        raise ValueError(f"{owner}.add_to expected residual and branch of one shape (..., {last}), got residual "
+                         f"{tuple(shape)} and branch {tuple(branch.shape)}")
+    if keep_mask is not None and (keep_mask.dim() != len(shape) or keep_mask.shape[0] not in (1, shape[0])
+                                  or any(size != 1 for size in keep_mask.shape[1:])):
+        expected = (shape[0],) + (1,) * (len(shape) - 1)
+        raise ValueError(f"{owner}.add_to expected keep_mask of shape {expected} (one factor per sample) for residual "
+                         f"{tuple(shape)}, got {tuple(keep_mask.shape)}")
 
 
 class _ChannelsFirstScale(_ScaleBase):
@@ -130,7 +147,9 @@ class LayerScale(_ScaleBase):
         return x * self.gamma
 
     def add_to(self, residual: torch.Tensor, branch: torch.Tensor, keep_mask: torch.Tensor | None = None):
-        """``residual + keep_mask ⊙ γ ⊙ branch`` in one fused kernel (``keep_mask`` broadcasts over samples)."""
+        """``residual + keep_mask ⊙ γ ⊙ branch`` in one fused kernel: ``residual`` and ``branch`` of one shape
+        ``(..., dim)``, ``keep_mask`` ``None`` or ``(B, 1, ..., 1)``; other shapes are a one-line ``ValueError``."""
+        _check_update_shapes("LayerScale", residual, branch, self.dim, keep_mask)
         return scaled_residual_add(residual, branch, self.gamma, keep_mask)
 
 
@@ -169,5 +188,7 @@ class ScalarScale(_ScaleBase):
         return x * self.gamma
 
     def add_to(self, residual: torch.Tensor, branch: torch.Tensor, keep_mask: torch.Tensor | None = None):
-        """``residual + keep_mask · α · branch`` in one fused kernel (see :func:`~.fused.scaled_residual_add`)."""
+        """``residual + keep_mask · α · branch`` in one fused kernel (see :func:`~.fused.scaled_residual_add`), with
+        the shapes of :meth:`LayerScale.add_to` (any last dimension)."""
+        _check_update_shapes("ScalarScale", residual, branch, None, keep_mask)
         return scaled_residual_add(residual, branch, self.gamma, keep_mask)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .layer_scale import _check_size
+
 __all__ = ["Mlp"]
 
 
@@ -14,14 +16,17 @@ class Mlp(nn.Module):
     Keys ``fc1.*`` and ``fc2.*`` match timm's ``Mlp``; ``fc2`` is the linear that produces the branch output, the
     one into which a LayerScale γ can be folded. ``mid_norm`` (a module over the hidden width, or ``None``) normalises
     the hidden activations after the activation and its dropout, ``fc2(mid_norm(drop(GELU(fc1(x)))))`` — NormFormer's
-    FFN LayerNorm (key ``mid_norm.*``; absent when ``None``).
+    FFN LayerNorm (key ``mid_norm.*``; absent when ``None``). ``in_features``, ``hidden_features`` and
+    ``out_features`` (``None``: ``in_features``) are ints >= 1, else a one-line ``ValueError`` naming the argument.
     """
 
     def __init__(self, in_features: int, hidden_features: int, out_features: int | None = None,
                  act_layer: type[nn.Module] = nn.GELU, drop: float = 0.0, bias: bool = True,
                  mid_norm: nn.Module | None = None) -> None:
         super().__init__()
-        out_features = out_features or in_features
+        _check_size("in_features", in_features)
+        _check_size("hidden_features", hidden_features)
+        out_features = in_features if out_features is None else _check_size("out_features", out_features)
         self.fc1 = nn.Linear(in_features, hidden_features, bias=bias)
         self.act = act_layer()
         self.drop1 = nn.Dropout(drop)

@@ -27,7 +27,7 @@ from .timm_api import (
     classifier_head,
 )
 from .trunk_args import resolve_trunk_args
-from .validation import MAX_DEPTH, check_patch, check_positive_int
+from .validation import MAX_DEPTH, check_bool, check_patch, check_positive_int
 
 __all__ = ["CaiT"]
 
@@ -41,7 +41,9 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
     :class:`~layerscale.models.vit.VisionTransformer` (timm's ``Cait`` has no ``dynamic_img_size``). timm's
     interface comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI` (``forward_intermediates`` returns
     the self-attention blocks' patch tokens, as timm's ``Cait``), ``save_pretrained`` / ``from_pretrained`` from
-    :class:`~layerscale.models.hub_mixin.HubMixin`.
+    :class:`~layerscale.models.hub_mixin.HubMixin`. Bad arguments are a one-line ``ValueError`` at construction: the
+    flags (``qkv_bias``, ``dynamic_img_size``, ``grad_checkpointing``) must be True or False, the shared numbers are
+    checked by :func:`~layerscale.models.trunk_args.resolve_trunk_args`.
     """
 
     _cfg_defaults = dict(interpolation="bicubic", crop_pct=1.0, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,
@@ -60,14 +62,16 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
         check_positive_int("depth_token_only", depth_token_only, MAX_DEPTH)
         check_positive_int("in_chans", in_chans)
         check_patch(img_size, patch_size)
+        qkv_bias, dynamic_img_size = check_bool("qkv_bias", qkv_bias), check_bool("dynamic_img_size", dynamic_img_size)
         init_value, method, norm_layer = resolve_trunk_args(
             depth=depth, embed_dim=embed_dim, num_heads=num_heads, drop_rate=drop_rate, residual=residual,
-            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
+            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values,
+            attn_drop_rate=attn_drop_rate, mlp_ratio=mlp_ratio)
         epsilon = init_value if init_value is not None else init_value_for_depth(depth)
         total = depth + depth_token_only
         self.num_classes, self.embed_dim, self.depth, self.residual = num_classes, embed_dim, depth, method.name
         self.init_value = epsilon
-        self.global_pool, self.dynamic_img_size = check_global_pool(global_pool), bool(dynamic_img_size)
+        self.global_pool, self.dynamic_img_size = check_global_pool(global_pool), dynamic_img_size
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, strict_img_size=not dynamic_img_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))

@@ -13,14 +13,15 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .validation import check_bool
+
 __all__ = ["GradCheckpointing", "check_grad_checkpointing"]
 
 
 def check_grad_checkpointing(enable) -> bool:
-    """Return ``enable`` if it is a bool, else raise a one-line ``ValueError``."""
-    if not isinstance(enable, bool):
-        raise ValueError(f"grad_checkpointing must be True or False, got {enable!r}")
-    return enable
+    """Return ``enable`` if it is a bool, else raise a one-line ``ValueError``
+    (:func:`~layerscale.models.validation.check_bool`)."""
+    return check_bool("grad_checkpointing", enable)
 
 
 class GradCheckpointing:

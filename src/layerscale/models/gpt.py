@@ -6,6 +6,9 @@ token embedding, so the state dict holds them once). Byte-level vocabulary of 25
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -17,13 +20,18 @@ from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
 from .timm_api import TimmModelAPI
 from .trunk_args import resolve_trunk_args
-from .validation import check_positive_int
+from .validation import MAX_BLOCK_SIZE, check_bool, check_positive_int
 
 __all__ = ["GPT"]
 
+_TOKEN_DTYPES = (torch.int64, torch.int32)
+
 
 class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
-    """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``.
+    """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``,
+    every id in ``[0, vocab_size)`` (else a one-line ``ValueError``; checked on the CPU, where it costs one
+    min/max, and by :meth:`generate` everywhere, not per step on a GPU, where it would wait for the device);
+    ``block_size`` is at most :data:`~layerscale.models.validation.MAX_BLOCK_SIZE`, ``qkv_bias`` True or False.
 
     ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
@@ -43,10 +51,12 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
         super().__init__()
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("vocab_size", vocab_size)
-        check_positive_int("block_size", block_size)
+        check_positive_int("block_size", block_size, MAX_BLOCK_SIZE)
+        qkv_bias = check_bool("qkv_bias", qkv_bias)
         init_value, method, norm_layer = resolve_trunk_args(
             depth=depth, embed_dim=embed_dim, num_heads=num_heads, drop_rate=drop_rate, residual=residual,
-            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
+            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values,
+            attn_drop_rate=attn_drop_rate, mlp_ratio=mlp_ratio)
         self.vocab_size, self.block_size, self.embed_dim, self.depth = vocab_size, block_size, embed_dim, depth
         self.residual = method.name
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
@@ -70,13 +80,26 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
 
     def _embed_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
         """``(B, T)`` token ids → ``(B, T, D)`` token plus position embeddings, before the blocks."""
-        if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+        if tokens.dim() != 2 or tokens.dtype not in _TOKEN_DTYPES:
             raise ValueError(f"expected integer tokens of shape (B, T), got {tuple(tokens.shape)} {tokens.dtype}")
         T = tokens.shape[1]
         if T > self.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.block_size}")
+        if tokens.device.type == "cpu":  # on a GPU the check would be a host sync every step (generate checks once)
+            self._check_token_ids(tokens)
         positions = torch.arange(T, device=tokens.device)
         return self.drop(self.wte(tokens) + self.wpe(positions))
+
+    def _check_token_ids(self, tokens: torch.Tensor) -> None:
+        """A one-line ``ValueError`` when an id is outside ``[0, vocab_size)`` (the embedding would raise torch's
+        "index out of range", or a device-side assert on a GPU): one min/max over the ids. Skipped when there is
+        nothing to read: no ids, shapes only (``meta``), or inside ``torch.compile`` (a data-dependent branch)."""
+        if tokens.numel() == 0 or tokens.device.type == "meta" or torch.compiler.is_compiling():
+            return
+        low, high = torch.stack(torch.aminmax(tokens)).tolist()
+        if low < 0 or high >= self.vocab_size:
+            raise ValueError(f"token ids must be in [0, {self.vocab_size}) (vocab_size {self.vocab_size}), got ids "
+                             f"from {low} to {high}")
 
     def forward_features(self, tokens: torch.Tensor) -> torch.Tensor:
         """``(B, T)`` token ids → ``(B, T, D)`` normalised hidden states."""
@@ -91,7 +114,23 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
     @torch.no_grad()
     def generate(self, tokens: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
                  generator: torch.Generator | None = None) -> torch.Tensor:
-        """Sample ``max_new_tokens`` continuations (multinomial at ``temperature``; 0 means greedy)."""
+        """Sample ``max_new_tokens`` continuations (multinomial at ``temperature``; 0 means greedy).
+
+        ``tokens``: the prompt, integer ids of shape ``(B, T)`` with ``B, T >= 1``, each in ``[0, vocab_size)``;
+        ``max_new_tokens``: an int >= 0 (0 returns the prompt); ``temperature``: a finite number >= 0. Anything else
+        is a one-line ``ValueError``. Returns ``(B, T + max_new_tokens)``.
+        """
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+        if (isinstance(temperature, (bool, str, bytes)) or not isinstance(temperature, numbers.Real)
+                or not math.isfinite(temperature) or temperature < 0):
+            raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got {temperature!r}")
+        if (not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or 0 in tokens.shape
+                or tokens.dtype not in _TOKEN_DTYPES):
+            got = f"{tuple(tokens.shape)} {tokens.dtype}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise ValueError(f"generate expects a prompt of integer token ids of shape (B, T) with B, T >= 1, "
+                             f"got {got}")
+        self._check_token_ids(tokens)
         for _ in range(max_new_tokens):
             logits = self(tokens[:, -self.block_size:])[:, -1]
             if temperature == 0:

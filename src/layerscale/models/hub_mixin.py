@@ -31,6 +31,7 @@ from ..atomic_io import atomic_path, write_json_atomic, write_text_atomic
 from ..checkpoint_io import check_safetensors_file
 from ..paths import refuse_non_file
 from ..untrusted_files import parse_json
+from ..weight_checks import check_loadable_weights
 from .validation import check_fits_memory
 
 __all__ = ["HubMixin", "CONFIG_NAME", "WEIGHTS_NAME", "MODEL_CARD_NAME"]
@@ -290,6 +291,7 @@ class HubMixin:
         tensors = _safetensors().load_file(str(weights), device=str(map_location))
         new_head = model_kwargs.get("num_classes", saved_args.get("num_classes")) != saved_args.get("num_classes")
         tensors = _fit_overrides(model, tensors, weights, new_head=new_head)
+        check_loadable_weights(tensors, model.state_dict(), str(weights))  # integer or NaN weights: refused
         missing, unexpected = model.load_state_dict(tensors, strict=False)
         if new_head:  # only a head asked to be new may be missing from the file: any other gap is refused
             missing = [k for k in missing if not k.startswith("head.")]

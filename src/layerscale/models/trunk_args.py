@@ -8,7 +8,14 @@ from ..layers.norms import NormFactory, norm_factory
 from ..residual.base import ResidualMethod
 from ..residual.registry import resolve_residual
 from .timm_api import resolve_init_value_alias
-from .validation import MAX_DEPTH, check_heads, check_positive_int, check_rate
+from .validation import (
+    MAX_DEPTH,
+    check_heads,
+    check_mlp_ratio,
+    check_positive_int,
+    check_positive_number,
+    check_rate,
+)
 
 __all__ = ["TrunkArgs", "resolve_trunk_args"]
 
@@ -23,15 +30,20 @@ class TrunkArgs(NamedTuple):
 
 
 def resolve_trunk_args(*, depth: int, embed_dim: int, num_heads: int, drop_rate: float, residual: str,
-                       norm: str, norm_eps: float, init_value: float | None,
-                       init_values: float | None) -> TrunkArgs:
+                       norm: str, norm_eps: float, init_value: float | None, init_values: float | None,
+                       attn_drop_rate: float = 0.0, mlp_ratio: float = 4.0) -> TrunkArgs:
     """Check the shared hyper-parameters (each bad one a one-line ``ValueError`` naming it) and resolve them.
 
     ``init_values`` is timm's spelling of ``init_value`` (giving both is an error); ``residual`` is a name from
-    :func:`layerscale.list_residuals`; ``norm`` is ``"layernorm"`` or ``"rmsnorm"``.
+    :func:`layerscale.list_residuals`; ``norm`` is ``"layernorm"`` or ``"rmsnorm"``; ``norm_eps`` a finite number
+    > 0; ``drop_rate`` and ``attn_drop_rate`` numbers in ``[0, 1)``; ``mlp_ratio`` a finite number > 0 whose hidden
+    width ``int(embed_dim * mlp_ratio)`` is in ``[1, MAX_MLP_HIDDEN]`` (:mod:`layerscale.models.validation`).
     """
     init_value = resolve_init_value_alias(init_value, init_values)
     check_positive_int("depth", depth, MAX_DEPTH)
     check_heads(embed_dim, num_heads)
+    check_mlp_ratio(embed_dim, mlp_ratio)
     check_rate("drop_rate", drop_rate)
+    check_rate("attn_drop_rate", attn_drop_rate)
+    norm_eps = check_positive_number("norm_eps", norm_eps)
     return TrunkArgs(init_value, resolve_residual(residual), norm_factory(norm, norm_eps))

@@ -11,19 +11,33 @@ the allocator for terabytes, or get pages the kernel's out-of-memory killer late
 built on the ``meta`` device (shapes only, no memory) and refused when what its use holds exceeds physical memory:
 ``copies × P`` bytes for ``P`` bytes of parameters, plus the buffers once (training with AdamW: 4 copies, the
 weights, their gradients and two moments; loading saved weights: 2, the model and the file's tensors).
+
+Two sizes have their own limit because each alone reaches the allocator before that check runs: the MLP's hidden
+width ``int(embed_dim * mlp_ratio)`` (``mlp_ratio: 1e9`` asked for a 16-billion-wide linear layer) and a GPT's
+``block_size`` (its position table holds ``block_size × embed_dim`` values, so ``block_size: 2**40`` asked for
+terabytes). Both limits are far above any trained model (a 4× MLP at the widest stream allowed, a context of a
+million positions) and far below sizes that exhaust memory on their own.
+
+Flags are checked by :func:`check_bool` (``True`` or ``False`` only, as ``grad_checkpointing`` and ``pretrained``
+always were): the string ``"no"`` is truthy in Python, so accepting it silently built the opposite model.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import sys
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from .. import machine
+from ..layers.drop_path import check_drop_probability
 
-__all__ = ["MAX_DEPTH", "MAX_IMG_SIZE", "MAX_WIDTH", "check_fits_memory", "check_heads", "check_patch",
-           "check_positive_int", "check_rate", "model_bytes"]
+__all__ = ["MAX_BLOCK_SIZE", "MAX_DEPTH", "MAX_IMG_SIZE", "MAX_MLP_HIDDEN", "MAX_WIDTH", "check_bool",
+           "check_fits_memory", "check_heads", "check_mlp_ratio", "check_patch", "check_positive_int",
+           "check_positive_number", "check_rate", "model_bytes"]
 
 #: The most blocks one stack of a model may have (``depth``, CaiT's ``depth_token_only``).
 MAX_DEPTH = 1024
@@ -33,6 +47,10 @@ MAX_WIDTH = 65536
 #: (one step per pixel) and before the position embedding is built, so ``img_size: 1000000000000`` in a hostile
 #: ``config.json`` is one line, not an endless loop or torch's multi-kB overflow message.
 MAX_IMG_SIZE = 65536
+#: The widest MLP hidden layer a block may have (``int(embed_dim * mlp_ratio)``): ratio 4 at the widest stream.
+MAX_MLP_HIDDEN = 4 * MAX_WIDTH
+#: The most positions a GPT may embed (``block_size``): a million, beyond any trained context of this model family.
+MAX_BLOCK_SIZE = 2**20
 
 
 def check_positive_int(name: str, value, high: int | None = None) -> int:
@@ -66,9 +84,43 @@ def check_patch(img_size: int, patch_size: int) -> None:
 
 
 def check_rate(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+    """``float(value)`` when it is a real number in ``[0, 1)`` (a dropout rate), else a one-line ``ValueError``
+    (booleans and strings are refused, not converted)."""
+    return check_drop_probability(name, value)
+
+
+def check_positive_number(name: str, value) -> float:
+    """``float(value)`` when it is a finite real number > 0 (an int, a float, a numpy scalar; not a bool or a
+    string), else a one-line ``ValueError``."""
+    if (isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def check_bool(name: str, value) -> bool:
+    """``value`` when it is ``True`` or ``False`` (``numpy.bool_`` too), else a one-line ``ValueError``: ints such as
+    ``0`` / ``1``, strings such as ``"no"`` and ``None`` are refused, never read as truthy or falsy."""
+    if isinstance(value, bool):
+        return value
+    numpy = sys.modules.get("numpy")  # a numpy bool can only exist once numpy is imported
+    if numpy is not None and isinstance(value, numpy.bool_):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def check_mlp_ratio(embed_dim: int, mlp_ratio) -> int:
+    """The MLP hidden width ``int(embed_dim * mlp_ratio)`` when ``mlp_ratio`` is a finite number > 0 and the width
+    is in ``[1, MAX_MLP_HIDDEN]``, else a one-line ``ValueError`` (``embed_dim`` is checked before)."""
+    check_positive_number("mlp_ratio", mlp_ratio)
+    hidden = int(embed_dim * mlp_ratio)
+    if hidden < 1:
+        raise ValueError(f"mlp_ratio must be a number > 0 with int(embed_dim * mlp_ratio) >= 1, got {mlp_ratio!r} "
+                         f"(embed_dim {embed_dim})")
+    if hidden > MAX_MLP_HIDDEN:
+        raise ValueError(f"mlp_ratio {mlp_ratio!r} gives an MLP hidden width int(embed_dim * mlp_ratio) = {hidden} "
+                         f"(embed_dim {embed_dim}), more than {MAX_MLP_HIDDEN} (this library's limit)")
+    return hidden
 
 
 def model_bytes(model: nn.Module, copies: int, dtype: torch.dtype | None = None) -> int:

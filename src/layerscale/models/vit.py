@@ -25,7 +25,7 @@ from .timm_api import (
     classifier_head,
 )
 from .trunk_args import resolve_trunk_args
-from .validation import check_patch, check_positive_int
+from .validation import check_bool, check_patch, check_positive_int
 
 __all__ = ["VisionTransformer"]
 
@@ -44,6 +44,9 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
     timm's interface (``pretrained_cfg``, ``no_weight_decay``, ``forward_intermediates``, ``reset_classifier``,
     ``num_classes=0`` for features, ``init_values``) comes from :class:`~layerscale.models.timm_api.TimmClassifierAPI`,
     ``save_pretrained`` / ``from_pretrained`` from :class:`~layerscale.models.hub_mixin.HubMixin`.
+    Bad arguments are a one-line ``ValueError`` at construction: the flags (``qkv_bias``, ``no_embed_class``,
+    ``dynamic_img_size``, ``grad_checkpointing``) must be True or False, the shared numbers are checked by
+    :func:`~layerscale.models.trunk_args.resolve_trunk_args` (``norm_eps`` a finite number > 0, rates in [0, 1)).
     """
 
     _cfg_defaults = dict(interpolation="bicubic", crop_pct=0.875, mean=IMAGENET_DEFAULT_MEAN, std=IMAGENET_DEFAULT_STD,
@@ -61,12 +64,15 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
         check_positive_int("in_chans", in_chans)
         check_patch(img_size, patch_size)
+        qkv_bias, no_embed_class = check_bool("qkv_bias", qkv_bias), check_bool("no_embed_class", no_embed_class)
+        dynamic_img_size = check_bool("dynamic_img_size", dynamic_img_size)
         init_value, method, norm_layer = resolve_trunk_args(
             depth=depth, embed_dim=embed_dim, num_heads=num_heads, drop_rate=drop_rate, residual=residual,
-            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values)
+            norm=norm, norm_eps=norm_eps, init_value=init_value, init_values=init_values,
+            attn_drop_rate=attn_drop_rate, mlp_ratio=mlp_ratio)
         self.num_classes, self.embed_dim, self.depth = num_classes, embed_dim, depth
         self.residual, self.no_embed_class = method.name, no_embed_class
-        self.global_pool, self.dynamic_img_size = check_global_pool(global_pool), bool(dynamic_img_size)
+        self.global_pool, self.dynamic_img_size = check_global_pool(global_pool), dynamic_img_size
         self.residual_method = method  # its stream hooks (multi-stream methods) and prepare_model (Admin)
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, strict_img_size=not dynamic_img_size)
         num_patches = self.patch_embed.num_patches

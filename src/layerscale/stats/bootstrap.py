@@ -16,19 +16,39 @@ from __future__ import annotations
 
 import torch
 
+from ..machine import machine_memory_bytes
+from ..messages import shown_value
+
 __all__ = ["bootstrap_weights", "bootstrap_means", "percentile_interval", "value_shares"]
 
 
 def _check_count(name: str, value: int, low: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        raise ValueError(f"{name} must be an int >= {low}, got {shown_value(value)}")
+
+
+#: seeds torch's generators take: a 64-bit integer, signed or unsigned
+_SEED_RANGE = (-(2**63), 2**64 - 1)
+#: bytes per (replicate, example) while the weights are built: the int64 draws, the float64 ones, the float64 counts
+_BYTES_PER_WEIGHT = 24
+
+
+def _check_seed(seed: object) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not _SEED_RANGE[0] <= seed <= _SEED_RANGE[1]:
+        raise ValueError(f"seed must be an int in [{_SEED_RANGE[0]}, {_SEED_RANGE[1]}], got {shown_value(seed)}")
 
 
 def bootstrap_weights(examples: int, replicates: int = 1000, seed: int = 0) -> torch.Tensor:
     """``(replicates, examples)`` float64 counts ``c_{b,e}``: how often each replicate draws each example (each row
-    sums to ``examples``)."""
+    sums to ``examples``). ``ValueError`` before anything is allocated when building them would need more than this
+    machine's memory (24 bytes per replicate and example)."""
     _check_count("examples", examples)
     _check_count("replicates", replicates)
+    _check_seed(seed)
+    memory, need = machine_memory_bytes(), _BYTES_PER_WEIGHT * replicates * examples
+    if memory is not None and need > memory:
+        raise ValueError(f"replicates x examples = {replicates} x {examples} needs {need} bytes of bootstrap "
+                         f"weights; expected at most this machine's {memory} bytes of memory")
     g = torch.Generator().manual_seed(seed)
     draws = torch.randint(0, examples, (replicates, examples), generator=g)
     counts = torch.zeros(replicates, examples, dtype=torch.float64)
@@ -75,6 +95,11 @@ def value_shares(replicates: torch.Tensor) -> dict[int, float]:
     replicates = torch.as_tensor(replicates).reshape(-1)
     if replicates.numel() == 0:
         raise ValueError("value_shares needs at least one replicate")
+    if replicates.is_floating_point() or replicates.is_complex():
+        bad = ~torch.isfinite(replicates) | (replicates.abs() >= 2.0**63)  # NaN, inf, or no int64 once rounded
+        if bad.any():
+            raise ValueError(f"value_shares replicates: {int(bad.sum())} of {replicates.numel()} are non-finite or "
+                             f"too large (first {replicates[bad][0].item()}); expected finite integer-valued numbers")
     values, counts = torch.unique(replicates.round().long(), return_counts=True)
     total = float(counts.sum())
     return {int(v): float(c) / total for v, c in zip(values, counts)}

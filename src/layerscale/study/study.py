@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic_io import write_json_atomic
-from .run.archive import refuse_packed
+from .run.archive import ARCHIVE_FILE, refuse_packed
 from .run.executor import RunFailure, resolve_parallelism, window_open
 from .run.executors import ExecutorOptions, make_pool, resolve_options
 from .design.grid import SPEC_FILE, StudySpec
@@ -110,11 +110,19 @@ def check_study_paths(study_dir: str | os.PathLike, reuse_from: str | os.PathLik
     """Refuse, in one line and before anything of the study is written, a ``study_dir`` that cannot be a study
     folder (a file, a path under a file, a folder that refuses new files:
     :func:`~layerscale.destinations.check_writable_dir`) and a ``reuse_from`` that is no earlier study with run
-    folders (:func:`.run.reuse.reuse_source_runs`). A run makes these checks first; ``layerscale study --dry-run``
-    and ``--estimate`` make the same ones."""
+    folders (:func:`.run.reuse.reuse_source_runs`). A folder that exists and holds files (other than hidden ones,
+    such as the lock) but no mark of a study (``study.json``, ``runs/`` or ``runs.tar.xz``) is someone's other work,
+    refused as ``layerscale train`` refuses a non-empty folder that is no run: a study starts in a new or empty folder
+    and continues only in its own. A run makes these checks first; ``layerscale study --dry-run`` and ``--estimate``
+    make the same ones."""
     from ..destinations import check_writable_dir
 
     check_writable_dir(study_dir, "study folder")
+    folder = Path(study_dir)
+    if (folder.is_dir() and not any(os.path.lexists(folder / mark) for mark in (SPEC_FILE, "runs", ARCHIVE_FILE))
+            and any(not entry.name.startswith(".") for entry in folder.iterdir())):
+        raise ValueError(f"{folder}: exists, is not empty and holds no study ({SPEC_FILE}); a study starts in a new "
+                         "or empty folder and continues in its own: choose another --out")
     if reuse_from is not None:
         from .run.reuse import reuse_source_runs
 

@@ -17,6 +17,7 @@ from torch import nn
 
 from ..layers.block import Block, ClassAttentionBlock
 from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_depth
+from ..models.validation import check_bool
 from .folding.fold import scale_modules
 from .hf.hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
 from .hf.hf_layerscale_config import check_transformers, mark_layerscale_config
@@ -130,7 +131,7 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         raise ValueError(f"add_layerscale expects an nn.Module, got {type(model).__name__}")
     if init_value is not None:
         init_value = check_init_value(init_value)
-    target = model if inplace else copy.deepcopy(model)
+    target = model if check_bool("inplace", inplace) else copy.deepcopy(model)
     timm_blocks = loaded_classes("timm.models.vision_transformer", "Block")
     hf_layers = loaded_classes(_HF_VIT, "ViTLayer")
     hf_decoders = decoder_layer_types()

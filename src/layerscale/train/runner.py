@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -84,6 +84,40 @@ def _name_the_file(error: ValueError, file: Any, overrides: Sequence[str]) -> No
     raise ValueError(f"{shown_name(os.fsdecode(file))}: {error}") from None
 
 
+#: the hooks the trainer calls on every callback (:class:`~layerscale.train.callbacks.Callback`'s methods)
+_HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
+
+
+def _checked_callbacks(callbacks: Any) -> list[Any]:
+    """``callbacks`` as a list, each an object with every hook of :class:`Callback` (a subclass, or any object
+    defining them all); a one-line ``ValueError`` naming the first that is not, before anything is written."""
+    if isinstance(callbacks, (str, bytes, Mapping)) or not isinstance(callbacks, Iterable):
+        raise ValueError(f"callbacks must be a list of Callback objects, got {type(callbacks).__name__} "
+                         f"{shown_value(callbacks)}")
+    callbacks = list(callbacks)
+    for index, callback in enumerate(callbacks):
+        missing = [hook for hook in _HOOKS if not callable(getattr(callback, hook, None))]
+        if missing:
+            raise ValueError(f"callbacks[{index}]: {type(callback).__name__} {shown_value(callback)} has no "
+                             f"{', '.join(missing)}; expected a layerscale.train.Callback (subclass it and "
+                             f"override the hooks you need)")
+    return callbacks
+
+
+def _checked_overrides(overrides: Any) -> list[str]:
+    """``overrides`` as a list of ``"key=value"`` strings; a one-line ``ValueError`` for a single string (it would
+    be read one character at a time) or an item that is no string."""
+    if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Iterable) or isinstance(overrides, Mapping):
+        raise ValueError(f"overrides must be a list of \"key=value\" strings (e.g. [\"optim.lr=0.1\"]), got "
+                         f"{type(overrides).__name__} {shown_value(overrides)}")
+    overrides = list(overrides)
+    for index, item in enumerate(overrides):
+        if not isinstance(item, str):
+            raise ValueError(f"overrides[{index}] must be a \"key=value\" string, got {type(item).__name__} "
+                             f"{shown_value(item)}")
+    return overrides
+
+
 def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = None, *,
         overrides: Sequence[str] = (), out: str | os.PathLike | None = None,
         resume: str | os.PathLike | None = None, callbacks: Sequence[Callback] = (),
@@ -102,6 +136,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
     class or next-token logits) and a config without a model section; contract in
     :mod:`layerscale.train.user_model`.
     """
+    overrides, callbacks = _checked_overrides(overrides), _checked_callbacks(callbacks)
     if model is not None or train_data is not None or eval_data is not None or loss_fn is not None:
         from .user_model import run_user_model
 

@@ -27,6 +27,7 @@ from ...layers.attention import Attention, ClassAttention, TalkingHeadAttention
 from ...layers.block import Block, ClassAttentionBlock
 from ...layers.layer_scale import HeadScale, LayerScale, LayerScale2d, ScalarScale
 from ...layers.mlp import Mlp
+from ...models.validation import check_bool
 from ..hf.hf_layerscale_config import unmark_layerscale_config
 from ..peers import loaded_classes
 from ..hf.scaled_conv1d import LayerScaledConv1D
@@ -253,7 +254,8 @@ def fold_layerscale(model: nn.Module, inplace: bool = True) -> nn.Module:
     :class:`~layerscale.surgery.folding.timm_cait_blocks.FoldedCaitBlock`, so no multiply is left), Hugging Face
     ``Dinov2Layer`` (``layer_scale{1,2}`` become ``nn.Identity``) and :class:`LayerScaledLinear` from
     :func:`add_layerscale` (becomes a plain ``nn.Linear``). Eval outputs agree with the unfolded model to float
-    rounding. ``inplace=False`` folds a deep copy and leaves ``model`` untouched. The folded state dict has the keys
+    rounding. ``inplace=False`` folds a deep copy and leaves ``model`` untouched (``inplace`` is True or False;
+    anything else, such as the truthy string ``"no"``, is a ``ValueError`` before anything changes). The folded state dict has the keys
     of the same architecture built without scales (our models: ``residual="prenorm"``, except that per-head scales
     leave ``attn.proj`` without a bias; timm ViT: ``init_values=None``), so it loads into either; see also
     :func:`~layerscale.surgery.fold_state_dict`, which folds a state dict without building the model.
@@ -264,7 +266,7 @@ def fold_layerscale(model: nn.Module, inplace: bool = True) -> nn.Module:
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"fold_layerscale expects an nn.Module, got {type(model).__name__}")
-    target = model if inplace else copy.deepcopy(model)
+    target = model if check_bool("inplace", inplace) else copy.deepcopy(model)
     folder = _Folder(target)
     folder.plan()
     claimed = {id(obj) for plan in folder.plans for obj in plan.claimed}

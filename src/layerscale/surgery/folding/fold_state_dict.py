@@ -15,7 +15,7 @@ from typing import Mapping
 import torch
 
 from ...interop.rules import format_keys
-from ...messages import shown_name
+from ...messages import shown_name, shown_value
 
 __all__ = ["fold_state_dict", "folded_target"]
 
@@ -52,6 +52,36 @@ def _linear(state_dict: dict, prefix: str, scale_key: str, gamma: torch.Tensor) 
     return weight
 
 
+def _check_state_dict(state_dict: object) -> None:
+    """A one-line ``ValueError`` unless ``state_dict`` is a mapping of ``str`` names to tensors."""
+    expected = "fold_state_dict expects a state dict (a mapping of names to tensors)"
+    if not isinstance(state_dict, Mapping):
+        raise ValueError(f"{expected}, got {type(state_dict).__name__}")
+    for key, value in state_dict.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{expected}: the key {shown_value(key)} ({type(key).__name__}) is not a str")
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"{expected}: {shown_name(key)} holds a value of type {type(value).__name__}, "
+                             f"not a tensor")
+
+
+def _heads(out: Mapping[str, torch.Tensor], key: str, block: str, gamma: torch.Tensor, columns: int,
+           num_heads: int | None) -> int:
+    """The number of heads of the per-head scale ``gamma`` (``key``): its length when it is 1-D, divides the
+    ``columns`` of ``attn.proj`` and agrees with ``num_heads`` and with talking-heads attention's ``proj_l``
+    ``(H, H)`` when either is known; a one-line ``ValueError`` naming the key and both shapes otherwise."""
+    heads = gamma.shape[0] if gamma.dim() == 1 else None
+    mix = out.get(f"{block}.attn.proj_l.weight")
+    known = num_heads if num_heads is not None else (
+        mix.shape[0] if isinstance(mix, torch.Tensor) and mix.dim() == 2 else None)
+    if heads is None or columns % heads or (known is not None and heads != known):
+        proj = f"{shown_name(block)}.attn.proj.weight"
+        expected = (f"({known},), one value per head of the {columns} input columns of {proj}" if known is not None
+                    else f"(num_heads,), one value per head, num_heads dividing the {columns} input columns of {proj}")
+        raise ValueError(f"cannot fold {shown_name(key)} of shape {tuple(gamma.shape)}: expected {expected}")
+    return heads
+
+
 def folded_target(folded: Mapping[str, torch.Tensor]) -> str:
     """Which model a folded state dict loads into, told from its block keys: blocks with ``norm1`` / ``norm2``
     (LayerScale, scalar scales) → ``residual="prenorm"`` (and a timm ViT with ``init_values=None``); blocks without
@@ -68,7 +98,8 @@ def folded_target(folded: Mapping[str, torch.Tensor]) -> str:
     return f'the same model built with residual="tfixup" (x + F(x), no norms in its blocks){bias_note}'
 
 
-def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+def fold_state_dict(state_dict: Mapping[str, torch.Tensor], *,
+                    num_heads: int | None = None) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
     """``(folded, counts)``: a new state dict with every LayerScale multiplied into its branch's output linear.
 
     ``counts`` maps each rule (``"ls1.gamma -> attn.proj"`` ...) to the number of scales folded. Raises
@@ -77,7 +108,16 @@ def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, t
     (``gamma_1`` / ``lambda1``: convert to our keys first), when a scale, weight or bias is not floating point
     (``float16``, ``bfloat16``, ``float32``, ``float64``: an integer weight would round γ to an integer, float8 has
     no arithmetic), and when there is nothing to fold. Inputs are not modified.
+
+    Shapes: ``ls{n}.gamma`` is ``(D,)``, one value per row of the linear it folds into, or ``(1,)`` (a scalar
+    scale); ``attn.head_scale.gamma`` is ``(num_heads,)``, a count that divides the projection's input columns and
+    equals ``num_heads`` when given (the state dict alone does not say how many heads an ``Attention`` has;
+    talking-heads attention's ``proj_l`` does). Another shape, or ``state_dict`` not a mapping of ``str`` names to
+    tensors, is a one-line ``ValueError``: a scale is never flattened to fit.
     """
+    _check_state_dict(state_dict)
+    if num_heads is not None and (isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1):
+        raise ValueError(f"num_heads must be a positive int or None, got {num_heads!r}")
     out = dict(state_dict)
     counts: dict[str, int] = {}
     foreign = [k for k in out if re.search(r"(^|\.)(gamma_[12]|lambda1)$", k)]
@@ -85,12 +125,9 @@ def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, t
         raise ValueError(f"fold_state_dict works on our keys; convert these first: {format_keys(foreign)}")
     for key in [k for k in out if _HEAD.fullmatch(k)]:
         block = _HEAD.fullmatch(key)["block"]
-        gamma = out.pop(key).reshape(-1)
+        gamma = out.pop(key)
         weight = _linear(out, f"{block}.attn.proj", key, gamma)
-        if weight.shape[1] % gamma.numel():
-            raise ValueError(f"cannot fold {shown_name(key)}: {gamma.numel()} heads do not divide {weight.shape[1]} "
-                             f"columns of {shown_name(block)}.attn.proj.weight")
-        heads = gamma.numel()
+        heads = _heads(out, key, block, gamma, weight.shape[1], num_heads)
         out[f"{block}.attn.proj.weight"] = (weight.view(weight.shape[0], heads, -1)
                                             * gamma.to(weight.dtype).view(1, heads, 1)).reshape(weight.shape)
         label = "attn.head_scale.gamma -> attn.proj (columns per head)"
@@ -103,11 +140,11 @@ def fold_state_dict(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, t
             raise ValueError(f"cannot fold {shown_name(key)}: {shown_name(block)}.out_norm{n} sits between the "
                              "branch's linear layer and the scale, so folding would be inexact")
         target = f"{block}.attn.proj" if n == "1" else f"{block}.mlp.fc2"
-        gamma = out.pop(key).reshape(-1)
+        gamma = out.pop(key)
         weight = _linear(out, target, key, gamma)
-        if gamma.numel() not in (1, weight.shape[0]):
-            raise ValueError(f"cannot fold {shown_name(key)} of {gamma.numel()} values into "
-                             f"{shown_name(target)}.weight with {weight.shape[0]} rows")
+        if tuple(gamma.shape) not in ((1,), (weight.shape[0],)):
+            raise ValueError(f"cannot fold {shown_name(key)} of shape {tuple(gamma.shape)}: expected "
+                             f"({weight.shape[0]},), one value per row of {shown_name(target)}.weight, or (1,)")
         g = gamma.to(weight.dtype)
         out[f"{target}.weight"] = weight * g.unsqueeze(1)
         if f"{target}.bias" in out:

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from ...layers.layer_scale import check_init_value
-from ...models.validation import MAX_DEPTH
+from ...models.validation import MAX_DEPTH, check_bool
 from ..block_list import block_family
 from .new_blocks import record_new_blocks
 
@@ -104,6 +104,7 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
     if init not in GROW_INITS:
         raise ValueError(f"init must be one of {', '.join(GROW_INITS)}, got {init!r}")
     gamma = check_init_value(gamma, "gamma")
+    inplace = check_bool("inplace", inplace)
     depth = len(family.blocks(model))
     points = Counter(insertion_points(where, insert, depth))
     target = model if inplace else copy.deepcopy(model)

@@ -27,6 +27,7 @@ from typing import Any, Iterable, Sequence
 import torch
 from torch import nn
 
+from ...models.validation import check_bool
 from ..block_list import block_family
 from ..growth.new_blocks import forget_new_blocks
 
@@ -38,7 +39,9 @@ PRUNE_CRITERIA = ("angular", "block_influence", "ablation", "gamma")
 def prune(model: nn.Module, blocks: Sequence[int], *, inplace: bool = False) -> nn.Module:
     """``model`` without the blocks ``blocks`` (0-based indices of the main stack; order and repeats do not
     matter), its recorded depth updated (see :mod:`layerscale.surgery.block_list`); a deep copy unless
-    ``inplace``. ``ValueError`` (one line) for an index past the depth, or when no block would be left."""
+    ``inplace`` (True or False). ``ValueError`` (one line) for an index past the depth, when no block would be
+    left, or for an ``inplace`` that is not a bool (the string ``"no"`` is truthy: it would change ``model``)."""
+    inplace = check_bool("inplace", inplace)
     family = block_family(model)
     family.check_editable(model)
     depth = len(family.blocks(model))

@@ -5,8 +5,12 @@ this module builds the optimizer groups from it."""
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from torch import nn
 
+from ...messages import shown_value
 from ...models.no_decay import is_no_decay_parameter, is_scale_parameter
 
 __all__ = ["param_groups", "is_no_decay_parameter", "is_scale_parameter"]
@@ -21,8 +25,11 @@ def param_groups(model: nn.Module, weight_decay: float, decay_scales: bool = Fal
     (``requires_grad=False``) are left out. Each group also carries
     ``"param_names"`` for logging.
     """
-    if weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+    if isinstance(weight_decay, bool) or not isinstance(weight_decay, numbers.Real):
+        raise TypeError(f"weight_decay must be >= 0 and finite, got {type(weight_decay).__name__} "
+                        f"{shown_value(weight_decay)}")
+    if not math.isfinite(weight_decay) or weight_decay < 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}; expected a finite number")
     decay, no_decay, decay_names, no_decay_names = [], [], [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:

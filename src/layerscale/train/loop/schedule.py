@@ -4,9 +4,12 @@ restarts) — the schedule of the DeiT / CaiT recipes, applied per optimizer ste
 from __future__ import annotations
 
 import math
+import numbers
 
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
+
+from ...messages import shown_value
 
 __all__ = ["WarmupCosineSchedule", "warmup_cosine_lr"]
 
@@ -24,6 +27,16 @@ def warmup_cosine_lr(step: int, base_lr: float, min_lr: float, warmup_steps: int
     return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def _count(name: str, value: object, low: int) -> int:
+    """``value`` as an ``int`` >= ``low``; a one-line error naming ``name`` for a bool, a float (2.7 is no step
+    count) or anything else."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {low}, got {type(value).__name__} {shown_value(value)}")
+    if value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
 class WarmupCosineSchedule(LRScheduler):
     """Sets every parameter group's ``lr`` to :func:`warmup_cosine_lr` of the step about to be taken.
 
@@ -32,9 +45,13 @@ class WarmupCosineSchedule(LRScheduler):
     """
 
     def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> None:
-        if warmup_steps < 0 or total_steps < 1:
-            raise ValueError(f"need warmup_steps >= 0 and total_steps >= 1, got {warmup_steps} and {total_steps}")
-        self.warmup_steps, self.total_steps, self.min_lr = int(warmup_steps), int(total_steps), float(min_lr)
+        self.warmup_steps = _count("warmup_steps", warmup_steps, 0)
+        self.total_steps = _count("total_steps", total_steps, 1)
+        if isinstance(min_lr, bool) or not isinstance(min_lr, numbers.Real):
+            raise TypeError(f"min_lr must be a finite number >= 0, got {type(min_lr).__name__} {shown_value(min_lr)}")
+        if not math.isfinite(min_lr) or min_lr < 0:
+            raise ValueError(f"min_lr must be a finite number >= 0, got {min_lr!r}")
+        self.min_lr = float(min_lr)
         super().__init__(optimizer)
 
     def get_lr(self) -> list[float]:

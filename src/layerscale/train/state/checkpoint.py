@@ -26,6 +26,7 @@ from ...atomic_io import atomic_path
 from ...checkpoint_io import os_error_of, read_state_dict_file, save_safetensors_atomic
 from ...messages import shown_name
 from ...paths import refuse_non_file
+from ...weight_checks import first_nonfinite, foreign_dtypes
 from .train_state import check_train_state
 
 __all__ = [
@@ -49,7 +50,6 @@ STATE_FORMAT = "layerscale.train_state"
 STATE_VERSION = 1
 _NAME_RE = re.compile(r"^step_(\d+)$")
 _TMP_PREFIX = ".tmp-"
-_CASTABLE_FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
 
 
 def checkpoint_name(step: int) -> str:
@@ -72,14 +72,8 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
 
 def first_nonfinite_tensor(tensors: Mapping[str, torch.Tensor]) -> str | None:
     """Name of the first floating-point tensor holding a NaN or an infinity, or ``None``."""
-    for name, tensor in tensors.items():
-        if not tensor.is_floating_point():
-            continue
-        if tensor.dtype.itemsize == 1:  # float8: no isfinite kernel; its values are exact in float32
-            tensor = tensor.float()
-        if not bool(torch.isfinite(tensor).all()):
-            return name
-    return None
+    found = first_nonfinite(tensors.items())
+    return None if found is None else found[0]
 
 
 def remove_stale_temporaries(run_dir: str | os.PathLike) -> None:
@@ -211,9 +205,7 @@ def check_same_architecture(checkpoint: Path, saved: Mapping[str, torch.Tensor],
     unexpected = [shown_name(k) for k in sorted(set(saved) - set(expected), key=str)]
     mismatched = [f"{shown_name(k)} {tuple(saved[k].shape)} vs {tuple(expected[k].shape)}"
                   for k in expected if k in saved and saved[k].shape != expected[k].shape]
-    other_dtype = [f"{shown_name(k)} {saved[k].dtype} vs {expected[k].dtype}"
-                   for k in expected if k in saved and saved[k].dtype != expected[k].dtype
-                   and not {saved[k].dtype, expected[k].dtype} <= _CASTABLE_FLOATS]
+    other_dtype = foreign_dtypes(saved, expected)
     if missing or unexpected or mismatched or other_dtype:
         parts = []
         for label, items in (("missing", missing), ("unexpected", unexpected), ("shape (checkpoint vs model)",
