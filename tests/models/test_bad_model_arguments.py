@@ -107,6 +107,16 @@ def test_gpt_block_size_has_a_limit():
         assert create_model("gpt", **{**SMALL["gpt"], "block_size": MAX_BLOCK_SIZE}).block_size == MAX_BLOCK_SIZE
 
 
+def test_gpt_vocab_size_has_a_limit():
+    from layerscale.models.validation import MAX_VOCAB_SIZE
+
+    with pytest.raises(ValueError) as info:
+        create_model("gpt", **{**SMALL["gpt"], "vocab_size": 2**40})
+    assert _one_line(info) == f"vocab_size must be at most {MAX_VOCAB_SIZE} (this library's limit), got {2**40}"
+    with torch.device("meta"):
+        assert create_model("gpt", **{**SMALL["gpt"], "vocab_size": MAX_VOCAB_SIZE}).vocab_size == MAX_VOCAB_SIZE
+
+
 @pytest.fixture(scope="module")
 def gpt():
     torch.manual_seed(0)

@@ -20,7 +20,7 @@ from .checkpointing import GradCheckpointing, check_grad_checkpointing
 from .init import init_transformer_weights
 from .timm_api import TimmModelAPI
 from .trunk_args import resolve_trunk_args
-from .validation import MAX_BLOCK_SIZE, check_bool, check_positive_int
+from .validation import MAX_BLOCK_SIZE, MAX_VOCAB_SIZE, check_bool, check_positive_int
 
 __all__ = ["GPT"]
 
@@ -31,7 +31,8 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
     """Causal transformer LM: ``forward(tokens (B, T) int64) -> logits (B, T, vocab_size)``, ``T ≤ block_size``,
     every id in ``[0, vocab_size)`` (else a one-line ``ValueError``; checked on the CPU, where it costs one
     min/max, and by :meth:`generate` everywhere, not per step on a GPU, where it would wait for the device);
-    ``block_size`` is at most :data:`~layerscale.models.validation.MAX_BLOCK_SIZE`, ``qkv_bias`` True or False.
+    ``block_size`` and ``vocab_size`` are at most :data:`~layerscale.models.validation.MAX_BLOCK_SIZE` and
+    :data:`~layerscale.models.validation.MAX_VOCAB_SIZE`, ``qkv_bias`` True or False.
 
     ``norm="rmsnorm"`` builds every norm as RMSNorm instead of LayerNorm (``docs/methods.md``).
     ``grad_checkpointing=True`` recomputes each block in the backward (see :meth:`set_grad_checkpointing`).
@@ -50,7 +51,7 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
                  norm: str = "layernorm") -> None:
         super().__init__()
         self.grad_checkpointing = check_grad_checkpointing(grad_checkpointing)
-        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("vocab_size", vocab_size, MAX_VOCAB_SIZE)
         check_positive_int("block_size", block_size, MAX_BLOCK_SIZE)
         qkv_bias = check_bool("qkv_bias", qkv_bias)
         init_value, method, norm_layer = resolve_trunk_args(

@@ -12,11 +12,12 @@ built on the ``meta`` device (shapes only, no memory) and refused when what its 
 ``copies × P`` bytes for ``P`` bytes of parameters, plus the buffers once (training with AdamW: 4 copies, the
 weights, their gradients and two moments; loading saved weights: 2, the model and the file's tensors).
 
-Two sizes have their own limit because each alone reaches the allocator before that check runs: the MLP's hidden
-width ``int(embed_dim * mlp_ratio)`` (``mlp_ratio: 1e9`` asked for a 16-billion-wide linear layer) and a GPT's
+Three sizes have their own limit because each alone reaches the allocator before that check runs: the MLP's hidden
+width ``int(embed_dim * mlp_ratio)`` (``mlp_ratio: 1e9`` asked for a 16-billion-wide linear layer), a GPT's
 ``block_size`` (its position table holds ``block_size × embed_dim`` values, so ``block_size: 2**40`` asked for
-terabytes). Both limits are far above any trained model (a 4× MLP at the widest stream allowed, a context of a
-million positions) and far below sizes that exhaust memory on their own.
+terabytes) and its ``vocab_size`` (the token table, the same way). The limits are far above any trained model (a
+4× MLP at the widest stream allowed, a context of a million positions, four million tokens) and far below sizes
+that exhaust memory on their own.
 
 Flags are checked by :func:`check_bool` (``True`` or ``False`` only, as ``grad_checkpointing`` and ``pretrained``
 always were): the string ``"no"`` is truthy in Python, so accepting it silently built the opposite model.
@@ -35,8 +36,8 @@ from torch import nn
 from .. import machine
 from ..layers.drop_path import check_drop_probability
 
-__all__ = ["MAX_BLOCK_SIZE", "MAX_DEPTH", "MAX_IMG_SIZE", "MAX_MLP_HIDDEN", "MAX_WIDTH", "check_bool",
-           "check_fits_memory", "check_heads", "check_mlp_ratio", "check_patch", "check_positive_int",
+__all__ = ["MAX_BLOCK_SIZE", "MAX_DEPTH", "MAX_IMG_SIZE", "MAX_MLP_HIDDEN", "MAX_VOCAB_SIZE", "MAX_WIDTH",
+           "check_bool", "check_fits_memory", "check_heads", "check_mlp_ratio", "check_patch", "check_positive_int",
            "check_positive_number", "check_rate", "model_bytes"]
 
 #: The most blocks one stack of a model may have (``depth``, CaiT's ``depth_token_only``).
@@ -51,6 +52,8 @@ MAX_IMG_SIZE = 65536
 MAX_MLP_HIDDEN = 4 * MAX_WIDTH
 #: The most positions a GPT may embed (``block_size``): a million, beyond any trained context of this model family.
 MAX_BLOCK_SIZE = 2**20
+#: The largest vocabulary a GPT may embed (``vocab_size``): 16 times today's largest LLM tokenizers (~256k).
+MAX_VOCAB_SIZE = 2**22
 
 
 def check_positive_int(name: str, value, high: int | None = None) -> int:
