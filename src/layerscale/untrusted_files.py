@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UntrustedFileError", "read_regular_file", "read_text_file", "regular_files", "parse_json", "read_json_file",
-           "MAX_JSON_DEPTH", "MAX_RECORD_BYTES"]
+           "MAX_CONFIG_BYTES", "MAX_JSON_DEPTH", "MAX_RECORD_BYTES"]
 
 #: the deepest JSON nesting any record of ours has is 6 (a study.json's base config); 32 leaves room to grow
 MAX_JSON_DEPTH = 32
 #: the largest JSON record (study.json, plan.json, tuning.json, a run's summary) read whole
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: A model folder's ``config.json`` larger than this is refused (real ones are a few kB).
+MAX_CONFIG_BYTES = 8 << 20
 
 
 class UntrustedFileError(ValueError):

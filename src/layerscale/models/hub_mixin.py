@@ -30,8 +30,9 @@ import torch
 from ..atomic_io import atomic_path, write_json_atomic, write_text_atomic
 from ..checkpoint_io import check_safetensors_file
 from ..paths import refuse_non_file
-from ..untrusted_files import parse_json
+from ..untrusted_files import MAX_CONFIG_BYTES, UntrustedFileError, parse_json, read_regular_file
 from ..weight_checks import check_loadable_weights
+from .trunk_args import init_value_spellings
 from .validation import check_fits_memory
 
 __all__ = ["HubMixin", "CONFIG_NAME", "WEIGHTS_NAME", "MODEL_CARD_NAME"]
@@ -257,9 +258,9 @@ class HubMixin:
             raise ValueError(f"dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; torch_dtype is the older "
                              f"name of dtype: pass one of them")
         dtype = given[0] if given else None
-        folder = _resolve_folder(pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
-                                 local_files_only=local_files_only, force_download=force_download, token=token)
-        architecture, saved_args = _read_config(folder / CONFIG_NAME)
+        folder, cache = _resolve_folder(pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
+                                        local_files_only=local_files_only, force_download=force_download, token=token)
+        architecture, saved_args = _read_config(_folder_file(folder, CONFIG_NAME, cache))
         allowed = list(inspect.signature(cls.__init__).parameters)[1:]
         foreign = sorted(set(saved_args) - set(allowed))
         if architecture is None and foreign:
@@ -270,7 +271,7 @@ class HubMixin:
         if architecture not in lineage:
             raise ValueError(f"{folder / CONFIG_NAME} describes a {architecture}, not a {cls.__name__} (nor a class "
                              f"{cls.__name__} derives from); load it with {architecture}.from_pretrained")
-        model_kwargs = _init_value_spellings(model_kwargs)
+        model_kwargs = init_value_spellings(model_kwargs)
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD
                         for p in inspect.signature(cls.__init__).parameters.values())
         unknown = [] if takes_any else sorted(set(model_kwargs) - set(allowed))
@@ -283,7 +284,7 @@ class HubMixin:
             model = cls(**args)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{folder / CONFIG_NAME}{' (with overrides)' if model_kwargs else ''}: {exc}") from None
-        weights = folder / WEIGHTS_NAME
+        weights = _folder_file(folder, WEIGHTS_NAME, cache)
         refuse_non_file(weights, f"the {WEIGHTS_NAME} save_pretrained writes")  # a FIFO is named, never opened
         if not weights.is_file():
             raise FileNotFoundError(f"{weights}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
@@ -303,27 +304,6 @@ class HubMixin:
         if dtype is not None:
             model.to(dtype)
         return model.eval()
-
-
-#: Other libraries' names of ``init_value`` accepted as ``from_pretrained`` overrides: Hugging Face configs
-#: (ConvNeXt, BEiT, Data2Vec: ``layer_scale_init_value``) and timm (``init_values``, also a constructor argument).
-_INIT_VALUE_SPELLINGS = ("layer_scale_init_value",)
-
-
-def _init_value_spellings(model_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``model_kwargs`` with ``layer_scale_init_value`` renamed to ``init_value``; two spellings that disagree are
-    a ``ValueError``."""
-    kwargs = dict(model_kwargs)
-    for name in _INIT_VALUE_SPELLINGS:
-        if name not in kwargs:
-            continue
-        value = kwargs.pop(name)
-        for other in ("init_value", "init_values"):
-            if kwargs.get(other) is not None and kwargs[other] != value:
-                raise ValueError(f"{name}={value!r} and {other}={kwargs[other]!r} disagree; both name the "
-                                 f"LayerScale initial value: pass one of them")
-        kwargs["init_value"] = value
-    return kwargs
 
 
 def _resolve_dtype(name: str, torch_dtype: torch.dtype | str | None) -> torch.dtype | str | None:
@@ -364,7 +344,7 @@ def _read_config(path: Path) -> tuple[str, dict[str, Any]]:
     refuse_non_file(path, f"the {CONFIG_NAME} save_pretrained writes")  # a FIFO is named, never opened
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; a saved model folder holds {CONFIG_NAME} and {WEIGHTS_NAME}")
-    config = parse_json(path.read_bytes(), str(path), finite=False)  # bytes not UTF-8 JSON: one line naming it
+    config = parse_json(read_regular_file(path, MAX_CONFIG_BYTES), str(path), finite=False)  # bounded, no link
     if not isinstance(config, dict) or not isinstance(config.get("architecture", ""), str):
         raise ValueError(f"{path}: not a torch-layerscale model config (expected the constructor arguments and "
                          f"'architecture'; written by save_pretrained)")
@@ -374,11 +354,26 @@ def _read_config(path: Path) -> tuple[str, dict[str, Any]]:
     return config.get("architecture"), {k: v for k, v in config.items() if k not in _METADATA_KEYS}
 
 
+def _folder_file(folder: Path, name: str, cache: Path | None) -> Path:
+    """The path to read for ``folder / name``, never through a link: except in a Hugging Face Hub cache (``cache``,
+    the repository's folder there), whose snapshot files are links into its blobs, followed only to inside it."""
+    path = folder / name
+    if not path.is_symlink():
+        return path
+    if cache is not None and cache.resolve() in path.resolve().parents:
+        return path.resolve()
+    outside = ", pointing out of the Hub cache" if cache is not None else ""
+    raise UntrustedFileError(f"{path}: refused (a symbolic link inside the model folder{outside}); links are not "
+                             "followed")
+
+
 def _resolve_folder(name: str | os.PathLike, *, revision: str | None, cache_dir: str | os.PathLike | None,
-                    local_files_only: bool, force_download: bool = False, token: str | bool | None = None) -> Path:
+                    local_files_only: bool, force_download: bool = False,
+                    token: str | bool | None = None) -> tuple[Path, Path | None]:
+    """``(folder, Hub cache folder of the repository or None for a local folder)``."""
     path = Path(name)
     if path.is_dir():
-        return path
+        return path, None
     text = str(name)
     if path.exists() or text.count("/") > 1 or text.startswith((".", "/", "~")) or os.sep in text.replace("/", ""):
         raise FileNotFoundError(f"{text}: not a folder written by save_pretrained")
@@ -395,4 +390,4 @@ def _resolve_folder(name: str | os.PathLike, *, revision: str | None, cache_dir:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise FileNotFoundError(f"{text}: not a local folder, and the Hugging Face Hub repo could not be fetched "
                                 f"({type(exc).__name__}: {reason})") from None
-    return Path(downloaded)
+    return Path(downloaded), Path(downloaded).parent.parent  # snapshots/<revision> inside the repository's folder

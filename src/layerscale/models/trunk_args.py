@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..layers.norms import NormFactory, norm_factory
 from ..residual.base import ResidualMethod
@@ -17,7 +17,7 @@ from .validation import (
     check_rate,
 )
 
-__all__ = ["TrunkArgs", "resolve_trunk_args"]
+__all__ = ["INIT_VALUE_SPELLINGS", "TrunkArgs", "init_value_spellings", "resolve_trunk_args"]
 
 
 class TrunkArgs(NamedTuple):
@@ -47,3 +47,24 @@ def resolve_trunk_args(*, depth: int, embed_dim: int, num_heads: int, drop_rate:
     check_rate("attn_drop_rate", attn_drop_rate)
     norm_eps = check_positive_number("norm_eps", norm_eps)
     return TrunkArgs(init_value, resolve_residual(residual), norm_factory(norm, norm_eps))
+
+
+#: Other libraries' names of ``init_value`` accepted as ``from_pretrained`` overrides: Hugging Face configs
+#: (ConvNeXt, BEiT, Data2Vec: ``layer_scale_init_value``) and timm (``init_values``, also a constructor argument).
+INIT_VALUE_SPELLINGS = ("layer_scale_init_value",)
+
+
+def init_value_spellings(model_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``model_kwargs`` with ``layer_scale_init_value`` renamed to ``init_value``; two spellings that disagree are
+    a ``ValueError``."""
+    kwargs = dict(model_kwargs)
+    for name in INIT_VALUE_SPELLINGS:
+        if name not in kwargs:
+            continue
+        value = kwargs.pop(name)
+        for other in ("init_value", "init_values"):
+            if kwargs.get(other) is not None and kwargs[other] != value:
+                raise ValueError(f"{name}={value!r} and {other}={kwargs[other]!r} disagree; both name the "
+                                 f"LayerScale initial value: pass one of them")
+        kwargs["init_value"] = value
+    return kwargs

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from torch import nn
 
-from ..untrusted_files import UntrustedFileError, parse_json, read_regular_file, regular_files
+from ..untrusted_files import MAX_CONFIG_BYTES, UntrustedFileError, parse_json, read_regular_file, regular_files
 
 __all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "our_model_classes", "read_model_folder",
            "quiet_transformers",
@@ -31,8 +31,6 @@ __all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "our_model_class
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
                    "tokenizer.model", "added_tokens.json", "chat_template.jinja")
 
-#: A ``config.json`` larger than this is refused (real ones are a few kB).
-MAX_CONFIG_BYTES = 8 << 20
 
 
 def check_no_links(folder: Path, what: str = "model folder") -> list[str]:
