@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..messages import shown_value
@@ -55,6 +56,25 @@ class AlertThresholds:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
                 raise ValueError(f"diagnostics threshold {name} must be a number >= 0, got {value!r}")
+
+    @classmethod
+    def of(cls, given: AlertThresholds | Mapping[str, float] | None) -> AlertThresholds:
+        """``given`` as thresholds: the defaults for ``None``, a mapping of field names to values (``{"ratio_max":
+        5}``, the others at their defaults), or the object itself; anything else, or an unknown field, is a
+        one-line ``ValueError`` (a mapping was accepted and failed at the first recorded step)."""
+        if given is None:
+            return cls()
+        if isinstance(given, cls):
+            return given
+        if isinstance(given, Mapping):
+            names = [f.name for f in fields(cls)]
+            unknown = [key for key in given if key not in names]
+            if unknown:
+                raise ValueError(f"diagnostics thresholds: unknown field(s) {', '.join(map(repr, unknown))}; "
+                                 f"expected {', '.join(names)}")
+            return cls(**given)
+        raise ValueError(f"thresholds must be an AlertThresholds, a mapping of its fields or None, got "
+                         f"{type(given).__name__}")
 
 
 class AlertTracker:

@@ -45,7 +45,7 @@ class DiagnosticsCallback(Callback):
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"diagnostics every must be a positive int (record every k steps), got {every!r}")
         self.every = every
-        self.thresholds = thresholds or AlertThresholds()
+        self.thresholds = AlertThresholds.of(thresholds)
         self.track_updates = track_updates
         self.new_blocks = list(new_blocks)
         self.monitor: LayerScaleMonitor | None = None

@@ -94,7 +94,8 @@ class LayerScaleMonitor:
 
     ``log_fn(record)`` receives each record (a ``dict``, schema in ``docs/diagnostics.md``) and each warning
     event; without it they are appended to :attr:`records`. ``thresholds`` configures the warnings
-    (:class:`~layerscale.diagnostics.alerts.AlertThresholds`); ``warn=False`` turns them off (e.g. on all but
+    (:class:`~layerscale.diagnostics.alerts.AlertThresholds`, or a mapping of its fields such as
+    ``{"ratio_max": 5}``); ``warn=False`` turns them off (e.g. on all but
     one rank). ``track_updates=False`` skips the weight snapshot (it costs one copy of the blocks' weights on
     monitored steps) and with it ``update_ratio``. ``new_blocks``: the blocks a grown model's surgery inserted
     (:func:`layerscale.surgery.growth.new_blocks.new_block_modules`); their entries carry ``"new": true``, which the
@@ -128,7 +129,7 @@ class LayerScaleMonitor:
         self.records: list[dict] = []
         self._params = [[p for p in probe.module.parameters() if p.requires_grad] for probe in self.probes]
         self._locators = [_stream_locator(probe) for probe in self.probes]
-        self._alerts = AlertTracker(thresholds or AlertThresholds(), self._initial_scales())
+        self._alerts = AlertTracker(AlertThresholds.of(thresholds), self._initial_scales())
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
         self._step: int | None = None
         self._sums: _Sums | None = None

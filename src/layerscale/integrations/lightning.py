@@ -90,7 +90,7 @@ class LayerScaleMonitor(Callback):
         self.dirpath = None if dirpath is None else Path(dirpath)
         self.eval_metrics = dict(eval_metrics) if eval_metrics is not None else {"loss": "val_loss",
                                                                                  "accuracy": "val_acc"}
-        self.thresholds = thresholds
+        self.thresholds = AlertThresholds.of(thresholds)
         self.track_updates = track_updates
         self.monitor: _BlockMonitor | None = None
         self.run_dir: Path | None = None
