@@ -75,3 +75,13 @@ def test_a_hub_snapshot_follows_its_links_into_the_cache_only(tmp_path, monkeypa
     with pytest.raises(UntrustedFileError, match="a symbolic link inside the model folder, pointing out of the Hub "
                                                  "cache"):
         VisionTransformer.from_pretrained("me/vit")
+
+
+@pytest.mark.parametrize("given", [None, 3, b"folder"])
+def test_a_path_that_is_no_path_is_one_line(given, tmp_path):
+    name = type(given).__name__
+    with pytest.raises(ValueError, match=f"from_pretrained expects a folder or a Hub repo id, got {name}"):
+        VisionTransformer.from_pretrained(given)
+    model = VisionTransformer(img_size=8, patch_size=4, in_chans=1, num_classes=10, embed_dim=16, depth=1, num_heads=2)
+    with pytest.raises(ValueError, match=f"save_pretrained expects a folder path, got {name}"):
+        model.save_pretrained(given)

@@ -178,6 +178,8 @@ class HubMixin:
         ``push_to_hub=True`` the folder is then uploaded to ``repo_id`` (default: the folder's name) by
         :meth:`push_to_hub`, which takes ``push_to_hub_kwargs``."""
         st = _safetensors()
+        if not isinstance(save_directory, (str, os.PathLike)):
+            raise ValueError(f"save_pretrained expects a folder path, got {type(save_directory).__name__}")
         folder = Path(save_directory)
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"save_pretrained: {folder} exists and is not a folder")
@@ -371,6 +373,8 @@ def _resolve_folder(name: str | os.PathLike, *, revision: str | None, cache_dir:
                     local_files_only: bool, force_download: bool = False,
                     token: str | bool | None = None) -> tuple[Path, Path | None]:
     """``(folder, Hub cache folder of the repository or None for a local folder)``."""
+    if not isinstance(name, (str, os.PathLike)):
+        raise ValueError(f"from_pretrained expects a folder or a Hub repo id, got {type(name).__name__}")
     path = Path(name)
     if path.is_dir():
         return path, None

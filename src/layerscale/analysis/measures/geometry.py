@@ -26,8 +26,11 @@ __all__ = ["angular_distance", "relative_update_norm"]
 def angular_distance(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """Per-token angle between ``a`` and ``b`` along the last dimension, divided by π (values in ``[0, 1]``).
 
-    A zero vector has no direction: its angle to anything is taken as 0.5 (orthogonal) unless both are zero (0).
+    A zero vector has no direction: its angle to anything is taken as 0.5 (orthogonal) unless both are zero (0);
+    a norm at most ``eps`` (a finite number > 0) counts as zero.
     """
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
     if a.shape != b.shape:
         raise ValueError(f"angular_distance needs tensors of one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     a, b = a.double(), b.double()
