@@ -93,7 +93,7 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     from ..train.state.checkpoint import check_same_architecture, load_checkpoint
     from ..train.config.schema import TrainConfig
     from ..train.setup.data_setup import load_train_data
-    from ..weight_checks import check_loadable_weights
+    from ..weight_checks import check_finite_tensors
 
     config_path, weights_path, is_checkpoint_dir = _locate(Path(source), config)
     if not os.path.lexists(config_path):  # a FIFO or a folder there is named by load_config_file, not "not found"
@@ -113,7 +113,7 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     else:
         weights = read_state_dict_file(weights_path).tensors
     check_same_architecture(weights_path, weights, model.state_dict())
-    check_loadable_weights(weights, model.state_dict(), str(weights_path))  # NaN weights: refused
+    check_finite_tensors(weights, str(weights_path))  # dtypes checked just above; NaN weights refused here
     model.load_state_dict(weights)
     return RunModel(model.eval(), cfg, weights_path, model_args, data)
 
