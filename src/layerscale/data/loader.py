@@ -8,14 +8,13 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
+from ..generator_seed import check_generator_seed
 from ..messages import shown_value
 
 
-def _check_int(name: str, value: object, low: int, high: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low \
-            or (high is not None and value > high):
-        expected = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
-        raise ValueError(f"{name} must be {expected}, got {shown_value(value)}")
+def _check_int(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {shown_value(value)}")
 
 
 def make_loader(
@@ -46,7 +45,7 @@ def make_loader(
     """
     _check_int("batch_size", batch_size, 1)
     _check_int("num_workers", num_workers, 0)
-    _check_int("seed", seed, -(2**63), 2**64 - 1)  # what torch's generators take
+    seed = check_generator_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     sampler = None
     if distributed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..generator_seed import check_generator_seed
 from ..messages import shown_value
 
 
@@ -23,8 +24,7 @@ def stratified_split(labels: torch.Tensor, test_fraction: float, seed: int) -> t
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
             or not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {shown_value(test_fraction)}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**64:
-        raise ValueError(f"seed must be an int in [{-(2**63)}, {2**64 - 1}], got {shown_value(seed)}")
+    seed = check_generator_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     train_parts, test_parts = [], []
     for cls in torch.unique(labels).tolist():  # sorted, so the generator is consumed in a fixed order

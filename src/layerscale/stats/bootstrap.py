@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from ..generator_seed import check_generator_seed
 from ..machine import machine_memory_bytes
 from ..messages import shown_value
 
@@ -27,15 +28,8 @@ def _check_count(name: str, value: int, low: int = 1) -> None:
         raise ValueError(f"{name} must be an int >= {low}, got {shown_value(value)}")
 
 
-#: seeds torch's generators take: a 64-bit integer, signed or unsigned
-_SEED_RANGE = (-(2**63), 2**64 - 1)
 #: bytes per (replicate, example) while the weights are built: the int64 draws, the float64 ones, the float64 counts
 _BYTES_PER_WEIGHT = 24
-
-
-def _check_seed(seed: object) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or not _SEED_RANGE[0] <= seed <= _SEED_RANGE[1]:
-        raise ValueError(f"seed must be an int in [{_SEED_RANGE[0]}, {_SEED_RANGE[1]}], got {shown_value(seed)}")
 
 
 def bootstrap_weights(examples: int, replicates: int = 1000, seed: int = 0) -> torch.Tensor:
@@ -44,7 +38,7 @@ def bootstrap_weights(examples: int, replicates: int = 1000, seed: int = 0) -> t
     machine's memory (24 bytes per replicate and example)."""
     _check_count("examples", examples)
     _check_count("replicates", replicates)
-    _check_seed(seed)
+    seed = check_generator_seed(seed)
     memory, need = machine_memory_bytes(), _BYTES_PER_WEIGHT * replicates * examples
     if memory is not None and need > memory:
         raise ValueError(f"replicates x examples = {replicates} x {examples} needs {need} bytes of bootstrap "

@@ -35,7 +35,6 @@ __all__ = [
     "STATE_FILE",
     "STATE_FORMAT",
     "check_same_architecture",
-    "first_nonfinite_tensor",
     "latest_checkpoint",
     "list_checkpoints",
     "load_checkpoint",
@@ -68,12 +67,6 @@ def list_checkpoints(run_dir: str | os.PathLike) -> list[Path]:
 def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
     found = list_checkpoints(run_dir)
     return found[-1] if found else None
-
-
-def first_nonfinite_tensor(tensors: Mapping[str, torch.Tensor]) -> str | None:
-    """Name of the first floating-point tensor holding a NaN or an infinity, or ``None``."""
-    found = first_nonfinite(tensors.items())
-    return None if found is None else found[0]
 
 
 def remove_stale_temporaries(run_dir: str | os.PathLike) -> None:
@@ -119,9 +112,9 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model_state: Mapping[
     Raises ``FloatingPointError`` naming the tensor, before writing anything, if a weight is not finite. A
     checkpoint of the same step already present (a run resumed from an older one) is replaced whole.
     """
-    bad = first_nonfinite_tensor(model_state)
+    bad = first_nonfinite(model_state.items())
     if bad is not None:
-        raise FloatingPointError(f"refusing to checkpoint step {step}: weight {bad!r} is not finite")
+        raise FloatingPointError(f"refusing to checkpoint step {step}: weight {bad[0]!r} is not finite")
     root = Path(run_dir) / CHECKPOINT_DIR
     root.mkdir(parents=True, exist_ok=True)
     final = root / checkpoint_name(step)

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from .checkpoint import MODEL_FILE, first_nonfinite_tensor, list_checkpoints
+from ...weight_checks import first_nonfinite
+from .checkpoint import MODEL_FILE, list_checkpoints
 from ..nonfinite import _finite
 from ..trainer_view import TrainerView
 
@@ -99,7 +100,7 @@ def last_good_checkpoint(run_dir: str | Path, exclude: Path | None = None,
             weights = read_state_dict_file(path / MODEL_FILE).tensors
         except (ValueError, OSError):
             continue
-        if first_nonfinite_tensor(weights) is None and (not check_forward or _forward_finite_with(trainer, weights)):
+        if first_nonfinite(weights.items()) is None and (not check_forward or _forward_finite_with(trainer, weights)):
             return path
     return None
 
@@ -109,7 +110,8 @@ def check_resume_finite(trainer: TrainerView, checkpoint: Path, weights: dict[st
     the forward on the fixed batch, are not finite, naming the last good checkpoint (run on every rank)."""
     from ..distributed import all_reduce
 
-    bad = first_nonfinite_tensor(weights)
+    found = first_nonfinite(weights.items())
+    bad = None if found is None else found[0]
     forward_ok = probe_forward_is_finite(trainer) if bad is None else True
     flags = torch.tensor([0.0 if forward_ok else 1.0], device=trainer.ctx.device)
     all_reduce(flags, trainer.ctx, op="max")
