@@ -4,8 +4,8 @@ weights file or shards with their index), told apart by ``config.json``:
 * ``"library": "torch-layerscale"`` — ours, read with ``VisionTransformer/CaiT/GPT.from_pretrained``;
 * ``"model_type"`` — a Hugging Face causal LM, read with ``AutoModelForCausalLM.from_pretrained`` (a model saved
   with LayerScale keeps its scales: :func:`~layerscale.surgery.hf.hf_loader.from_pretrained_with_layerscale`);
-* ``"architecture"`` with ``"pretrained_cfg"`` — timm, read with ``timm.create_model("local-dir:FOLDER",
-  pretrained=True)``.
+* ``"architecture"`` with ``"pretrained_cfg"`` — timm, built with ``timm.create_model("local-dir:FOLDER")`` and
+  filled strictly from its weights file (:mod:`layerscale.sources.timm_folder`).
 
 ``config.json`` is read with the one hostile-file reader (:mod:`layerscale.untrusted_files`: bounded, no link
 followed, strict JSON) and the folder is refused when any entry is a link (:func:`check_no_links`), or, for a
@@ -83,19 +83,6 @@ def _ours(folder: Path, config: dict) -> nn.Module:
     return classes[name].from_pretrained(folder)
 
 
-def _timm(folder: Path) -> nn.Module:
-    try:
-        import timm
-    except ImportError:
-        raise ImportError(f"{folder} is a timm model folder; reading it needs timm: pip install timm") from None
-    from ..models.validation import check_fits_memory
-
-    name = f"local-dir:{folder.resolve()}"
-    check_fits_memory(lambda: timm.create_model(name, pretrained=False), f"{folder / 'config.json'}: its model",
-                      "loading it", 2, "the model and the file's tensors")  # config.json's sizes, before allocating
-    return timm.create_model(name, pretrained=True).eval()
-
-
 def _transformers(folder: Path) -> nn.Module:
     try:
         from transformers import AutoModelForCausalLM
@@ -129,5 +116,7 @@ def read_model_folder(folder: Path, kind: str, config: dict) -> nn.Module:
     if kind == "layerscale":
         return _ours(folder, config)
     if kind == "timm":
-        return _timm(folder)
+        from .timm_folder import read_timm_folder
+
+        return read_timm_folder(folder)
     return _transformers(folder)

@@ -13,7 +13,6 @@ and registers transformers' Auto classes for the same folders.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -43,35 +42,28 @@ def _local_folder(name: str | os.PathLike, **download: Any) -> Path:
 
 
 def _scale_tensors(folder: Path) -> dict[str, torch.Tensor]:
-    """Every ``*.layer_scale`` tensor of the checkpoint in ``folder`` (single file or sharded safetensors; an index
-    naming a shard outside the folder is refused, :mod:`.shard_index`)."""
-    from safetensors import safe_open
+    """Every ``*.layer_scale`` tensor of the checkpoint in ``folder`` (single file or sharded safetensors, as
+    :func:`~.shard_index.checkpoint_tensors` reads them)."""
+    from .shard_index import checkpoint_tensors
 
-    from .shard_index import SAFETENSORS_INDEX, checked_shard_names
+    return dict(checkpoint_tensors(folder, keep=lambda name: name.endswith(SCALE_KEY_SUFFIX)))
 
-    shards = checked_shard_names(folder)  # every index's names checked, as transformers reads either
-    if SAFETENSORS_INDEX in shards:
-        files = shards[SAFETENSORS_INDEX]
-    elif (folder / "model.safetensors").is_file():
-        files = ["model.safetensors"]
-    else:
-        raise FileNotFoundError(f"{folder}: no model.safetensors (or its index); save the model with "
-                                f"save_pretrained (safetensors is the default)")
-    scales = {}
-    for file in files:
-        with safe_open(str(folder / file), framework="pt") as handle:
-            for key in handle.keys():
-                if key.endswith(SCALE_KEY_SUFFIX):
-                    scales[key] = handle.get_tensor(key)
-    return scales
+
+def _saved_config(folder: Path) -> dict[str, Any] | None:
+    """``folder``'s ``config.json`` as a JSON object (``None`` when absent), read bounded and nested at most
+    :data:`~layerscale.untrusted_files.MAX_JSON_DEPTH` levels (a Hub snapshot's file is a link into its cache:
+    read through it); one-line :class:`~layerscale.untrusted_files.UntrustedFileError` otherwise."""
+    from ...untrusted_files import MAX_CONFIG_BYTES, parse_json, read_regular_file
+
+    path = folder / "config.json"
+    if not path.exists():
+        return None
+    return parse_json(read_regular_file(path.resolve(), MAX_CONFIG_BYTES), str(path), finite=False)
 
 
 def _saved_model_type(folder: Path) -> Any:
-    try:
-        saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # no or no valid config.json: transformers' own load names it
-    return saved.get("model_type") if isinstance(saved, dict) else None
+    saved = _saved_config(folder)
+    return saved.get("model_type") if saved is not None else None
 
 
 def _is_marked_folder(folder: Path) -> bool:
@@ -90,10 +82,10 @@ def _unmarked_config(folder: Path):
     from .hf_layerscale_config import GUARD_KEY, LOADER_KEY, base_model_type
 
     path = folder / "config.json"
-    if not path.is_file():
+    saved = _saved_config(folder)
+    if saved is None:
         raise FileNotFoundError(f"{path}: missing; save the model with save_pretrained")
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    saved_type = saved.get("model_type") if isinstance(saved, dict) else None
+    saved_type = saved.get("model_type")
     if not isinstance(saved_type, str) or base_model_type(saved_type) == saved_type:
         return None
     base = base_model_type(saved_type)
@@ -140,14 +132,21 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
     ``ValueError`` (γ dropped), and so is any other key the model has and the checkpoint lacks, or the checkpoint
     has and the model lacks (transformers would leave the first at its random initialisation, with a warning, and
     ignore the second): the load report of ``output_loading_info`` is read, and returned with the model when that
-    argument is given.
+    argument is given. Before the load, a folder holding a PEFT adapter, both a single file and a shard index, or
+    an oversized JSON configuration is refused; after it, the model must hold exactly the checkpoint's tensors
+    (:mod:`.loaded_as_saved`): a weight transformers cast from an integer dtype, took from a second copy or left
+    at its initialisation is a ``ValueError`` naming it. transformers' own load report is not printed (what it
+    lists is refused here, in one line).
     """
     from transformers.utils import logging as hf_logging
 
     from ..retrofit import add_layerscale
 
+    from .loaded_as_saved import check_model_as_saved, check_model_folder_files
+
     download = {k: kwargs[k] for k in ("revision", "cache_dir", "local_files_only", "token") if k in kwargs}
     folder = _local_folder(pretrained_model_name_or_path, **download)
+    check_model_folder_files(folder)
     scales = _scale_tensors(folder)
     if not scales and _is_marked_folder(folder):
         raise ValueError(f"{folder / 'config.json'}: marked as holding LayerScale γ (model type "
@@ -155,8 +154,7 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
                          f"expected one per branch output, as add_layerscale writes them")
     wants_info = kwargs.pop("output_loading_info", False)
     verbosity = hf_logging.get_verbosity()
-    if scales:  # the scale keys are reported as unexpected by the plain load; they are loaded just below
-        hf_logging.set_verbosity_error()
+    hf_logging.set_verbosity_error()  # its load report: what it lists is refused below, in one line
     try:
         config = _unmarked_config(folder) if "config" not in kwargs else None
         if config is not None:
@@ -171,6 +169,7 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
         raise ValueError(f"{folder}: the checkpoint does not fit {type(model).__name__}: missing keys "
                          f"{missing[:3]}, unexpected keys {unexpected[:3]}")
     if not scales:
+        check_model_as_saved(model, folder)
         return (model, info) if wants_info else model
     add_layerscale(model, 1.0)
     params = {name: p for name, p in model.named_parameters() if name.endswith(SCALE_KEY_SUFFIX)}
@@ -184,4 +183,5 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
                 raise ValueError(f"{folder}: {name} has shape {tuple(scales[name].shape)}, the model "
                                  f"{tuple(param.shape)}")
             param.copy_(scales[name].to(param.dtype))
+    check_model_as_saved(model, folder)
     return (model, info) if wants_info else model

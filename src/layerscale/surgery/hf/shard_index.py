@@ -11,15 +11,28 @@ file names of files directly in the folder, before transformers reads it.
 Links: the model resolver (:mod:`layerscale.sources.model_folder`) refuses a folder holding any link before it
 gets here; a Hugging Face Hub snapshot (``snapshot_download``) is made of links into the hub's own cache, so the
 index is read through its resolved path and a shard is checked by name and existence, not by being a regular file.
+
+:func:`checkpoint_tensors` yields the tensors of a safetensors checkpoint as its folder says they are: the single
+``model.safetensors``, or every weight from the shard the index names for it. A folder holding both is refused
+(transformers reads the single file, so a sharded copy beside it would be a second, unread model), and so is a
+shard holding a weight the index places in another shard, or lacking one it places there: transformers reads
+every tensor of every shard, so which copy it loads would not be the one the index names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
+
+import torch
 
 from ...untrusted_files import UntrustedFileError, parse_json, read_regular_file
 
-__all__ = ["INDEX_FILES", "MAX_INDEX_BYTES", "SAFETENSORS_INDEX", "checked_shard_names"]
+__all__ = ["INDEX_FILES", "MAX_INDEX_BYTES", "SAFETENSORS_INDEX", "SINGLE_FILE", "checked_shard_names",
+           "checkpoint_tensors"]
+
+#: the one weights file of an unsharded safetensors checkpoint
+SINGLE_FILE = "model.safetensors"
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 #: the index files transformers reads for a sharded checkpoint (safetensors first, as it does)
@@ -63,3 +76,48 @@ def checked_shard_names(folder: str | Path) -> dict[str, list[str]]:
                 raise UntrustedFileError(f"{path}: names the shard {name!r}, which is not a file in {folder}")
         found[index] = sorted(names)
     return found
+
+
+def _weight_map(folder: Path) -> dict[str, str]:
+    """The safetensors index's ``weight_map`` (names already checked by :func:`checked_shard_names`)."""
+    path = folder / SAFETENSORS_INDEX
+    return parse_json(read_regular_file(path.resolve(), MAX_INDEX_BYTES), str(path))["weight_map"]
+
+
+def checkpoint_tensors(folder: str | Path, keep: Callable[[str], bool] | None = None
+                       ) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(name, tensor)`` for every weight of the safetensors checkpoint in ``folder`` (those whose name ``keep``
+    accepts, when given), one tensor read at a time (module docstring); the placement checks read every shard's
+    header first. ``FileNotFoundError`` when there is none; a one-line
+    :class:`~layerscale.untrusted_files.UntrustedFileError` for a folder with both a single file and an index, or
+    whose shards do not hold exactly what the index places in each."""
+    from safetensors import safe_open
+
+    folder = Path(folder)
+    shards = checked_shard_names(folder).get(SAFETENSORS_INDEX)
+    single = folder / SINGLE_FILE
+    if shards is not None and (single.exists() or single.is_symlink()):
+        raise UntrustedFileError(f"{folder}: holds both {SINGLE_FILE} and {SAFETENSORS_INDEX} (two checkpoints: "
+                                 f"transformers reads the first, the shards would be ignored); keep one")
+    if shards is None:
+        if not single.is_file():
+            raise FileNotFoundError(f"{folder}: no {SINGLE_FILE} (or {SAFETENSORS_INDEX}); save the model with "
+                                    "save_pretrained (safetensors is the default)")
+        placement = {SINGLE_FILE: None}
+    else:
+        weight_map = _weight_map(folder)
+        placement = {shard: sorted(w for w, s in weight_map.items() if s == shard) for shard in shards}
+    for file, expected in placement.items():  # every header first: a bad placement refused before any tensor
+        with safe_open(str(folder / file), framework="pt") as handle:
+            held = list(handle.keys())
+        if expected is not None and set(held) != set(expected):
+            stray, absent = sorted(set(held) - set(expected)), sorted(set(expected) - set(held))
+            what = (f"holds {stray[0]!r}, which the index places elsewhere" if stray
+                    else f"lacks {absent[0]!r}, which the index places there")
+            raise UntrustedFileError(f"{folder / file}: {what} ({SAFETENSORS_INDEX}); expected each weight in "
+                                     "exactly the shard its index names")
+    for file in placement:
+        with safe_open(str(folder / file), framework="pt") as handle:
+            for name in handle.keys():
+                if keep is None or keep(name):
+                    yield name, handle.get_tensor(name)
