@@ -114,3 +114,16 @@ def hf_loss(model, windows: torch.Tensor) -> float:
     same number of predicted tokens)."""
     with torch.no_grad():
         return float(torch.stack([model(input_ids=w[None], labels=w[None]).loss for w in windows]).double().mean())
+
+
+def tiny_gpt_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """``(folder, text)``: a 3-block byte-level GPT of ours saved with ``save_pretrained`` (seed 0) and a short
+    English text file to read it with, for the command-line tests of ``analyze`` / ``prune``."""
+    from layerscale import create_model
+
+    torch.manual_seed(0)
+    folder = tmp_path / "gpt"
+    create_model("gpt", vocab_size=256, block_size=32, embed_dim=16, depth=3, num_heads=2).save_pretrained(folder)
+    text = tmp_path / "text.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog. " * 40, encoding="utf-8")
+    return folder, text

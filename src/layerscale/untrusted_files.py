@@ -11,11 +11,15 @@ read from:
 - :func:`read_text_file` is :func:`read_regular_file` of a text file: UTF-8, or refused naming the file;
 - :func:`regular_files` lists the regular files directly inside a folder that is itself no link, naming what it
   passed over (links, folders, special files) so the caller can say so;
-- :func:`parse_json` parses bytes as JSON of at most :data:`MAX_JSON_DEPTH` levels and checks the top-level type,
-  turning every failure (bad UTF-8, syntax, nesting, ``1e400`` → ``inf``) into one :class:`UntrustedFileError`.
+- :func:`parse_json` parses bytes (or text) as JSON of at most :data:`MAX_JSON_DEPTH` levels and checks the
+  top-level type, turning every failure (bad UTF-8, syntax, nesting deeper than Python's reader recurses or than the
+  limit, an integer literal past Python's int-string limit, ``1e400`` → ``inf``) into one
+  :class:`UntrustedFileError`.
 
 Every refusal is an :class:`UntrustedFileError` (a ``ValueError``) whose message is one line naming the path and
-what was expected.
+what was expected. Two kinds are subclasses a caller may treat apart: :class:`NotJSONError` (not JSON text at all:
+bad syntax, cut short, not UTF-8 — what a record being written looks like when read half-way) and
+:class:`JSONTooDeepError` (nested deeper than allowed).
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import json
 import math
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UntrustedFileError", "read_regular_file", "read_text_file", "regular_files", "parse_json", "read_json_file",
+__all__ = ["UntrustedFileError", "NotJSONError", "JSONTooDeepError", "read_regular_file", "read_text_file",
+           "regular_files", "parse_json", "read_json_file",
            "MAX_CONFIG_BYTES", "MAX_JSON_DEPTH", "MAX_RECORD_BYTES"]
 
 #: the deepest JSON nesting any record of ours has is 6 (a study.json's base config); 32 leaves room to grow
@@ -40,6 +46,14 @@ MAX_CONFIG_BYTES = 8 << 20
 
 class UntrustedFileError(ValueError):
     """A file or folder from outside was refused; the message names it and what was expected."""
+
+
+class NotJSONError(UntrustedFileError):
+    """:func:`parse_json` was given what is not JSON text (bad syntax, cut short, not UTF-8)."""
+
+
+class JSONTooDeepError(UntrustedFileError):
+    """:func:`parse_json` was given JSON nested deeper than its ``max_depth`` (or than Python's reader recurses)."""
 
 
 def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
@@ -116,25 +130,42 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+class _NotFinite(ValueError):
+    """``NaN``, ``Infinity`` or a number overflowing to ``inf``, refused by ``parse_json(..., finite=True)``."""
+
+
 def _finite_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
+    raise _NotFinite(f"{name} is not a JSON number")
 
 
-def parse_json(data: bytes, where: str, expected: type = dict, max_depth: int = MAX_JSON_DEPTH,
+def parse_json(data: bytes | str, where: str, expected: type = dict, max_depth: int = MAX_JSON_DEPTH,
                finite: bool = True) -> Any:
-    """``data`` parsed as JSON nested at most ``max_depth`` levels, whose top level is an instance of ``expected``;
-    with ``finite`` (the default) strict JSON: no ``NaN``/``Infinity`` and no number that overflows to ``inf``
-    (``finite=False`` keeps them, for a document that stores such values as they were written).
-    :class:`UntrustedFileError` naming ``where`` otherwise."""
+    """``data`` (bytes, UTF-8, or text) parsed as JSON nested at most ``max_depth`` levels, whose top level is an
+    instance of ``expected`` (``object``: any); with ``finite`` (the default) strict JSON: no ``NaN``/``Infinity``
+    and no number that overflows to ``inf`` (``finite=False`` keeps them, for a document that stores such values as
+    they were written). :class:`UntrustedFileError` naming ``where`` otherwise, one line: :class:`NotJSONError` for
+    what is no JSON text, :class:`JSONTooDeepError` for nesting past ``max_depth`` or past what Python's reader
+    recurses (its ``RecursionError``), and a refusal naming the int-string limit for an integer literal longer than
+    Python converts (its ``ValueError``, whose advice, ``sys.set_int_max_str_digits``, is no fix for a file)."""
+    too_deep = f"{where}: refused (nested too deep); expected at most {max_depth} levels"
     try:
-        value = json.loads(data.decode("utf-8"), **({"parse_constant": _finite_constant, "parse_float": _finite_float}
-                                                      if finite else {}))
+        text = data if isinstance(data, str) else data.decode("utf-8")
+        value = json.loads(text, **({"parse_constant": _finite_constant, "parse_float": _finite_float}
+                                    if finite else {}))
     except RecursionError:
-        raise UntrustedFileError(f"{where}: refused (nested too deep); expected at most {max_depth} levels") from None
-    except (UnicodeDecodeError, ValueError) as exc:
+        raise JSONTooDeepError(too_deep) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotJSONError(f"{where}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    except _NotFinite as exc:
         raise UntrustedFileError(f"{where}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    except ValueError as exc:  # an integer literal longer than sys.get_int_max_str_digits() digits
+        if "integer string conversion" not in str(exc):
+            raise UntrustedFileError(f"{where}: not valid JSON ({str(exc).splitlines()[0]})") from None
+        raise UntrustedFileError(f"{where}: refused (an integer of more than {sys.get_int_max_str_digits()} digits, "
+                                 "past the int-string limit of Python's JSON reader); expected numbers of ordinary "
+                                 "size") from None
     if _depth(value, max_depth) > max_depth:
-        raise UntrustedFileError(f"{where}: refused (nested too deep); expected at most {max_depth} levels")
+        raise JSONTooDeepError(too_deep)
     if not isinstance(value, expected):
         raise UntrustedFileError(f"{where}: refused (a JSON {type(value).__name__}); expected a JSON "
                                  f"{'object' if expected is dict else expected.__name__}")
@@ -144,14 +175,15 @@ def parse_json(data: bytes, where: str, expected: type = dict, max_depth: int = 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} overflows a float")
+        raise _NotFinite(f"the number {text[:40]} overflows a float")
     return value
 
 
-def read_json_file(path: str | os.PathLike, expected: type = dict, limit: int = MAX_RECORD_BYTES) -> Any:
-    """:func:`parse_json` of :func:`read_regular_file`: a JSON record read as a hostile file.
+def read_json_file(path: str | os.PathLike, expected: type = dict, limit: int = MAX_RECORD_BYTES, *,
+                   finite: bool = True) -> Any:
+    """:func:`parse_json` of :func:`read_regular_file`: a JSON record read as a hostile file (``finite`` as there).
     ``FileNotFoundError`` when nothing is there (a link that leads nowhere counts as there: it is refused)."""
     path = Path(path)
     if not os.path.lexists(path):
         raise FileNotFoundError(f"{path}: not found")
-    return parse_json(read_regular_file(path, limit), str(path), expected)
+    return parse_json(read_regular_file(path, limit), str(path), expected, finite=finite)

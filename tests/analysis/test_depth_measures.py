@@ -108,6 +108,8 @@ def test_effective_depth_of_a_model_is_unchanged_when_the_loss_is_shifted():
     labels = _labels(model)
 
     class Shifted(nn.Module):  # the same model with a sharper softmax on one extra, never-correct class
+        layerscale_readout = "cls"  # a wrapper states what its head reads: the inner ViT's class token
+
         def __init__(self, inner):
             super().__init__()
             self.inner = inner

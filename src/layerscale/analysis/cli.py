@@ -6,8 +6,9 @@ model folder, or a folder ``prune`` / ``grow`` wrote. A language model read from
 evaluation windows of ``--data-path`` through its tokenizer (``--tokenizer``, ``--seq-len``, ``--samples``,
 ``--text-field``; :mod:`~layerscale.analysis.eval_data.source_data`), and its loss and perplexity with 95 % intervals
 over windows are printed. Writes ``analysis.json``, ``analysis.csv`` and ``analysis.html`` into DIR, and prints
-the summary. ``--out`` (a folder that can be written) and ``--device`` (one this machine has) are checked before any
-computation, and everything is computed before anything is written: bad input writes nothing.
+the summary. ``--out`` (a folder that can be written, holding no folder where an output file goes) and ``--device``
+(one this machine has) are checked before any computation, and everything is computed before anything is written:
+bad input writes nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from ..terminal import shows_progress
 from .options.data_options import add_text_arguments, check_data_options
-from .options.depth_options import add_analyze_depth_arguments, analyze_depth_options, existing_paper_file
+from .options.depth_options import (add_analyze_depth_arguments, analyze_depth_options, existing_paper_file,
+                                    paper_file_entries, refuse_folder_entries)
 
 OUTPUT_FILES = ("analysis.json", "analysis.csv", "analysis.html")
 
@@ -94,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--bootstrap {args.bootstrap}: expected an int in [2, 10000] (bootstrap replicates)")
     out = Path(args.out)
     check_writable_folder(out)
+    refuse_folder_entries([out / name for name in OUTPUT_FILES] + paper_file_entries(out), "--out")
     existing = [name for name in OUTPUT_FILES if (out / name).exists()]
     existing += [path.name for path in [existing_paper_file(out)] if path is not None]
     if existing and not args.force:

@@ -33,7 +33,8 @@ class DepthAnalysis:
     ``early_exit_loss[k]`` / ``early_exit_accuracy[k]`` (``k = 0 … L``): only the first ``k`` blocks kept, then the
     final norm and head (for a language model: the logit lens); ``angular_distance[l]``: Gromov et al.'s angular
     distance between the stream entering and leaving block ``l`` on the token the head reads (``readout``: ``last``,
-    ``cls`` or ``mean``); ``angular_distance_all_tokens[l]``: the same averaged over every token;
+    ``cls``, ``mean[P:]``, ``cls+mean[1:]``, ... — :mod:`~layerscale.analysis.pruning.readout`);
+    ``angular_distance_all_tokens[l]``: the same averaged over every token;
     ``block_influence[l]``: ShortGPT's ``1 − mean cos``; ``relative_update[l]``; ``removal_spans[n − 1]`` (1-based
     first and last block), ``removal_distance[n − 1]``, ``removal_delta_loss[n − 1]`` and
     ``removal_delta_accuracy[n − 1]``: the span of ``n`` blocks removed for the n-block curve and what its removal

@@ -3,9 +3,11 @@
 The file is read as hostile input (:func:`layerscale.untrusted_files.read_regular_file`: no link followed, at most
 :data:`MAX_CORPUS_BYTES` bytes, regular files only). Refused in one line: a file that is empty or holds only
 whitespace, one that is binary (a NUL byte, or bytes that are not UTF-8), a JSONL line that is not a JSON object
-or lacks the text field (or holds a non-string there). JSONL documents are joined with ``"\\n\\n"``, the joining
-the usual perplexity evaluations of language models use (the Hugging Face perplexity guide and the WikiText-2
-evaluations of the pruning papers tokenize ``"\\n\\n".join(texts)`` once).
+or lacks the text field (or holds a non-string there), or that Python's JSON reader cannot hold: nested deeper than
+it recurses, or an integer literal past Python's int-string limit (each refusal names the file and the line number).
+JSONL documents are joined with ``"\\n\\n"``, the joining the usual perplexity evaluations of language models use
+(the Hugging Face perplexity guide and the WikiText-2 evaluations of the pruning papers tokenize
+``"\\n\\n".join(texts)`` once).
 """
 
 from __future__ import annotations
@@ -32,16 +34,31 @@ def _decode(path: Path, data: bytes) -> str:
         raise ValueError(f"{path}: --data-path is not UTF-8 text (byte {exc.start}); binary data is refused") from None
 
 
+def _parse_line(path: Path, number: int, line: str):
+    """Line ``number`` of ``path`` parsed as JSON; one-line ``ValueError`` naming the file and the line for what
+    Python's reader refuses: bad syntax, nesting deeper than it recurses (``RecursionError``), an integer literal
+    longer than Python's int-string limit (a ``ValueError`` whose advice, ``sys.set_int_max_str_digits``, is left
+    out: it is no fix for a data file)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: line {number} is not JSON ({exc.msg}); expected one JSON object per line") \
+            from None
+    except RecursionError:
+        raise ValueError(f"{path}: line {number} is nested too deep to read (more levels of [ ] / {{ }} than "
+                         "Python's JSON reader holds); expected one JSON object per line") from None
+    except ValueError as exc:  # an integer literal over sys.get_int_max_str_digits() digits
+        reason = str(exc).split(";")[0].strip() or type(exc).__name__
+        raise ValueError(f"{path}: line {number} is refused ({reason}); expected one JSON object per line") \
+            from None
+
+
 def _jsonl(path: Path, text: str, field: str) -> str:
     documents = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {number} is not JSON ({exc.msg}); expected one JSON object per line") \
-                from None
+        record = _parse_line(path, number, line)
         if not isinstance(record, dict):
             raise ValueError(f"{path}: line {number} holds a {type(record).__name__}, expected a JSON object")
         if field not in record:

@@ -7,12 +7,12 @@ missing file.
 
 A run directory may be someone else's: ``config.yaml`` and ``metrics.jsonl`` are read as hostile files
 (:func:`layerscale.untrusted_files.read_text_file`: no link followed, no FIFO or device opened, the size bounded,
-UTF-8), and each refusal is one line naming the file and what was expected.
+UTF-8), each ``metrics.jsonl`` line is parsed by :func:`layerscale.untrusted_files.parse_json` (bounded nesting, no
+``RecursionError``), and each refusal is one line naming the file (and the line) and what was expected.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from ..messages import shown_name
 from ..paths import describe_non_file, refuse_non_file
-from ..untrusted_files import read_text_file
+from ..untrusted_files import NotJSONError, parse_json, read_text_file
 from .alerts import WARNING_SPLIT
 from .monitor import RECORD_SPLIT
 from .records import diagnostics_record_problem, restore_numbers
@@ -135,14 +135,19 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def _read_metrics(path: Path) -> tuple[list[dict], list[str]]:
+    """The JSON objects of ``metrics.jsonl`` (other JSON values passed over) and the notes on lines skipped: a line
+    that is not JSON text (a last one cut short by a killed writer, a damaged one) is skipped and noted; a line that
+    is JSON Python's reader cannot hold (nested past :data:`~layerscale.untrusted_files.MAX_JSON_DEPTH` levels, or
+    an integer past the int-string limit) is no damage a writer leaves: one-line ``ValueError`` naming the file and
+    the line (:func:`~layerscale.untrusted_files.parse_json`)."""
     records, notes = [], []
     lines = read_text_file(path, MAX_METRICS_BYTES, _EXPECTED[METRICS_FILE]).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+        try:  # NaN kept, as the log writes it; any top-level value, as before (what is no object is passed over)
+            record = parse_json(line, f"{path}: line {number}", expected=object, finite=False)
+        except NotJSONError:
             where = "last line" if number == len(lines) else f"line {number}"
             notes.append(f"{METRICS_FILE}: {where} is incomplete or damaged and was skipped")
             continue
@@ -154,7 +159,8 @@ def _read_metrics(path: Path) -> tuple[list[dict], list[str]]:
 def read_run(run_dir: str | Path, name: str | None = None) -> RunData:
     """Read ``run_dir``. Raises ``FileNotFoundError`` naming the directory, ``config.yaml`` or ``metrics.jsonl``
     when missing, a one-line ``ValueError`` naming the file when one is no regular file (a FIFO, a folder, a link),
-    too large or not UTF-8 text; a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
+    too large or not UTF-8 text, or for a ``metrics.jsonl`` line nested too deep or holding a too-long integer
+    (file and line named); a partial run (no ``summary.json`` yet, a cut last line) is read as far as it goes."""
     path = Path(run_dir)
     if not path.is_dir():
         kind = describe_non_file(path) or ("a file" if path.exists() else None)

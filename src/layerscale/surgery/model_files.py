@@ -102,8 +102,8 @@ def _write_transformers(model: nn.Module, folder: Path) -> list[str]:
     scaled = any(name.endswith(".layer_scale") for name, _ in model.named_parameters())
     if scaled:
         return ["layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale(AutoModelForCausalLM, DEST) "
-                "(plain from_pretrained builds the new depth but drops the .layer_scale keys; --fold writes a "
-                "model without them)"]
+                "(plain from_pretrained refuses the folder: its model_type is marked <type>_layerscale, "
+                "docs/growth.md; --fold writes a model that plain from_pretrained loads)"]
     return ["AutoModelForCausalLM.from_pretrained(DEST)"]
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from ..pruning.criteria import CRITERIA, SCORE_CRITERIA, parse_criteria
 from ..pruning.set_depth import AUTO_EXHAUSTIVE_DEPTH, EXHAUSTIVE_MAX_DEPTH, SET_SEARCHES
 
-__all__ = ["PAPER_STEMS", "add_analyze_depth_arguments", "analyze_depth_options", "existing_paper_file"]
+__all__ = ["PAPER_STEMS", "add_analyze_depth_arguments", "analyze_depth_options", "existing_paper_file",
+           "paper_file_entries", "refuse_folder_entries"]
 
 #: The stems of the files :mod:`~layerscale.analysis.outputs.paper_outputs` writes (``removal_<criterion>`` besides).
 PAPER_STEMS = ("depth_summary", "depth_blocks", "criteria", "angular_heatmap")
@@ -40,13 +41,29 @@ def analyze_depth_options(args: argparse.Namespace) -> dict:
     return {"criteria": criteria, "set_search": args.set_search, "set_criterion": args.set_criterion}
 
 
-def existing_paper_file(out: Path) -> Path | None:
-    """A paper output (a table, a figure, or the comparison's ``criteria.json``) already in ``out`` (so that
-    ``--force`` is needed), or ``None``."""
+def paper_file_entries(out: Path) -> list[Path]:
+    """Every entry of ``out`` named as a paper output (a table, a figure, or the comparison's ``criteria.json``),
+    whatever it is (a folder there is one a writer cannot replace); empty when ``out`` is no folder."""
     if not out.is_dir():
-        return None
+        return []
+    found = []
     for path in sorted(out.iterdir()):
         stem, _, kind = path.name.rpartition(".")
         if kind in ("svg", "pdf", "md", "tex", "json") and (stem in PAPER_STEMS or stem.startswith("removal_")):
-            return path
-    return None
+            found.append(path)
+    return found
+
+
+def existing_paper_file(out: Path) -> Path | None:
+    """A paper output (a table, a figure, or the comparison's ``criteria.json``) already in ``out`` (so that
+    ``--force`` is needed), or ``None``."""
+    return next(iter(paper_file_entries(out)), None)
+
+
+def refuse_folder_entries(paths, option: str) -> None:
+    """A one-line ``FileExistsError`` for the first of ``paths`` (where an output file goes) that is a folder:
+    ``--force`` replaces files, never a folder, and finding that out after the work would be too late."""
+    for path in paths:
+        if path.is_dir():
+            raise FileExistsError(f"{path}: is a folder where an output file goes; --force replaces files only: "
+                                  f"remove it or choose another {option}")

@@ -79,7 +79,7 @@ def figure_angular_heatmap(distance: Sequence[Sequence[float]], readout: str):
     ax = axes[0, 0]
     image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto", vmin=0.0,
                       extent=(0.5, depth + 0.5, 0.5, depth + 0.5))
-    fig.colorbar(image, ax=ax, label=f"angular distance d(x^(ℓ), x^(ℓ+n)), {readout} token")
+    fig.colorbar(image, ax=ax, label=f"angular distance d(x^(ℓ), x^(ℓ+n)), readout {readout}")
     ax.plot(best_x, best_y, "o", ms=3, mfc="none", mec="tab:red", label="ℓ*(n): the span gromov removes")
     ax.set_xlabel("first block removed, ℓ + 1")
     ax.set_ylabel("blocks removed, n")

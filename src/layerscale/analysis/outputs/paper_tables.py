@@ -119,7 +119,7 @@ def blocks_table(result: DepthAnalysis) -> tuple[str, str]:
                      _cell(result.ablation_delta_loss[i], result.interval("ablation_delta_loss", i)),
                      _cell(result.angular_distance[i], result.interval("angular_distance", i), 4),
                      _cell(result.block_influence[i], result.interval("block_influence", i), 4)])
-    header = ["block", "ablation Δ loss (nats)", f"angular distance ({result.readout} token)", "Block Influence"]
+    header = ["block", "ablation Δ loss (nats)", f"angular distance (readout {result.readout})", "Block Influence"]
     caption = (f"Per-block measures of {result.model} on {result.num_examples} evaluation examples, with {level} "
                "bootstrap intervals: the loss change when the block alone is the identity, Gromov et al.'s angular "
                "distance between its input and output, and ShortGPT's Block Influence.")

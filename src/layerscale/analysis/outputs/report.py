@@ -119,7 +119,7 @@ def figure_geometry(result: DepthAnalysis):
     fig, axes = plots.new_figure(10, 3.6, 1, 2)
     blocks = _blocks(result)
     ax = axes[0, 0]
-    for name, label in (("angular_distance", f"angular distance ({result.readout} token)"),
+    for name, label in (("angular_distance", f"angular distance (readout {result.readout})"),
                         ("angular_distance_all_tokens", "angular distance (all tokens)"),
                         ("block_influence", "Block Influence (1 − mean cos)")):
         ax.plot(blocks, getattr(result, name), marker="o", ms=3, label=label)
@@ -231,7 +231,7 @@ def analysis_sections(result: DepthAnalysis) -> list[ReportSection]:
     exit_title = "Logit lens (early exit)" if result.task == "language_model" else "Early exit"
     sections = [
         ReportSection("Contiguous n-block removal", figure_removal(result),
-                      f"Change of the evaluation loss (left) and accuracy (right) after removing one contiguous span "
+                      "Change of the evaluation loss (left) and accuracy (right) after removing one contiguous span "
                       "of n blocks ("
                       + ("the gromov criterion: Gromov et al.'s smallest angular distance between the span's input "
                          "and output" if result.summary.span_selection == "angular" else "the best of every span")

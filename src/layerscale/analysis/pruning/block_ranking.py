@@ -4,12 +4,13 @@ For the stream ``x^(l)`` entering block ``l`` (0-based, ``x^(L)`` leaves the las
 
 * **angular** (Gromov et al. 2024, "The Unreasonable Ineffectiveness of the Deeper Layers", arXiv 2403.17887):
   ``d(x^(l), x^(l+n)) = arccos(cos(x^(l)_T, x^(l+n)_T)) / π`` on the token ``T`` the head reads, averaged
-  over the examples. The per-block score is ``n = 1``. The token the head reads (:func:`head_readout`): the **last**
-  token for a language model (Gromov et al.'s choice), the **class** token for a classifier whose head reads it
-  (ours, timm ViT / DeiT III with ``global_pool="token"``, Hugging Face ViT), else the **mean** over tokens (a
-  model that pools its features, e.g. timm ``global_pool="avg"`` — whose mean skips the class token, here kept:
-  one token of the mean — or CaiT, whose class token joins only after the main stack and whose class attention
-  reads every patch token).
+  over the examples. The per-block score is ``n = 1``. ``x_T`` is read off each stream as the model's own head
+  reads its last stream — the same tokens, pooled the same way (:mod:`~layerscale.analysis.pruning.readout`, which
+  gives the rule and its sources): the **last** token for a language model (Gromov et al.'s choice), the **class**
+  token for a head that reads it, the mean (or max) over the tokens the head pools for a model that pools — timm
+  ``global_pool="avg"`` skips the class and register tokens (``mean[num_prefix_tokens:]``) — and, for an attention
+  pool (CaiT's class attention, timm ``map``), the plain mean of the tokens it reads, named ``attn_mean`` (a proxy).
+  A classifier whose pooling is not known is refused unless ``model.layerscale_readout`` states it.
 * **block_influence** (Men et al. 2024, "ShortGPT: Layers in Large Language Models are More Redundant Than You
   Expect", arXiv 2403.03853): ``BI_l = 1 − E_{X,t}[cos(x^(l)_t, x^(l+1)_t)]`` over every token ``t`` of every
   example (the mean over a sequence's tokens first, then over the examples).
@@ -37,60 +38,31 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..device import analysis_device
-from ..eval_data.evaluation import LANGUAGE_MODEL, as_eval_set, logits_of, per_example_loss, task_of
+from ..eval_data.evaluation import as_eval_set, logits_of, per_example_loss, task_of
 from ..measures.geometry import angular_distance
 from ..removal.ablation import LossTotals, ablate_each_block
 from ..removal.span_removal import best_span
 from ..removal.streams import BlockStack, find_block_stack
+from .readout import READOUTS, has_class_token, head_readout, readout_tokens
 
 __all__ = ["RANKINGS", "READOUTS", "StreamMeasures", "best_span", "block_influence", "gromov_best_span",
            "has_class_token", "head_readout", "measure_streams", "rank_blocks", "readout_tokens", "stream_distances"]
 
 #: The criteria of :func:`rank_blocks`.
 RANKINGS = ("angular", "block_influence", "ablation")
-#: How the head reads the stream: its last token, its class token, or the mean over its tokens.
-READOUTS = ("last", "cls", "mean")
-
-
-def has_class_token(model: nn.Module, stack: BlockStack) -> bool:
-    """Whether the stream's first token is a class token: a ``cls_token`` parameter, and no class-attention stage
-    (CaiT adds its class token only after the main stack)."""
-    if stack.head_blocks:
-        return False
-    return any(name.split(".")[-1] == "cls_token" and p is not None for name, p in model.named_parameters())
 
 
 def batch_readout(model: nn.Module, stack: BlockStack, logits: torch.Tensor, targets: torch.Tensor,
                   seen: tuple[str | None, str | None]) -> tuple[str, str]:
     """``(task, readout)`` of one evaluation batch, given those of the batches before (``(None, None)`` first):
-    every batch must be of the same task; the readout (the token the head reads) is fixed by the first."""
+    every batch must be of the same task; the readout (what the head reads, :func:`head_readout`) is fixed by
+    the first."""
     name = stack.model_name
     task, readout = seen
     batch_task = task_of(logits, targets, name)
     if task is not None and batch_task != task:
         raise ValueError(f"{name}: evaluation batches of different tasks")
     return batch_task, readout or head_readout(model, stack, batch_task)
-
-
-def head_readout(model: nn.Module, stack: BlockStack, task: str) -> str:
-    """The token the head reads, one of :data:`READOUTS` (see the module docstring)."""
-    if task == LANGUAGE_MODEL:
-        return "last"
-    pool = getattr(model, "global_pool", "token")
-    if has_class_token(model, stack) and (pool is None or pool == "token"):
-        return "cls"
-    return "mean"
-
-
-def readout_tokens(stream: torch.Tensor, readout: str) -> torch.Tensor:
-    """``(B, T, D) -> (B, D)``: the token the head reads (:data:`READOUTS`), float64."""
-    if readout == "last":
-        return stream[:, -1].double()
-    if readout == "cls":
-        return stream[:, 0].double()
-    if readout == "mean":
-        return stream.double().mean(dim=1)
-    raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
 
 
 def stream_distances(head: torch.Tensor) -> torch.Tensor:

@@ -2,13 +2,15 @@
 lines): what the full studies found, labelled as such, beside what two minutes of digits can show.
 
 The studies live in the source repository under ``docs/results/<study>/``; an installed package without the
-repository says so instead of printing anything else.
+repository says so instead of printing anything else. Their ``study.json`` and ``tuning.json`` are read as hostile
+files (:func:`layerscale.untrusted_files.read_json_file`), and one that cannot be read counts as absent.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ...untrusted_files import read_json_file
 from .contrasts import INTERACTION
 from ..run.csv_rows import read_rows
 from .formatting import format_interval, format_p
@@ -34,10 +36,8 @@ def results_root() -> Path | None:
 
 def _procedure_note(study_dir: Path) -> str:
     """`` (…)`` naming how a study's rates and family were chosen when it predates the current procedure."""
-    import json
-
     try:
-        design = json.loads((study_dir / "study.json").read_text(encoding="utf-8"))
+        design = read_json_file(study_dir / "study.json", expected=object, finite=False)
     except (OSError, ValueError):
         return ""
     if not isinstance(design, dict) or design.get("primary_declared", False):
@@ -48,10 +48,8 @@ def _procedure_note(study_dir: Path) -> str:
 
 def _exploratory_only(study_dir: Path) -> bool:
     """Whether a study's design names no primary family (``--primary none``)."""
-    import json
-
     try:
-        design = json.loads((study_dir / "study.json").read_text(encoding="utf-8"))
+        design = read_json_file(study_dir / "study.json", expected=object, finite=False)
     except (OSError, ValueError):
         return False
     return isinstance(design, dict) and design.get("exploratory_only") is True
@@ -59,10 +57,8 @@ def _exploratory_only(study_dir: Path) -> bool:
 
 def _extension_pending(study_dir: Path) -> set[tuple[str, str, float]]:
     """(method, depth, rate) of the grid extensions ``tuning.json`` records as pending (issue 60)."""
-    import json
-
     try:
-        tuning = json.loads((study_dir / "tuning.json").read_text(encoding="utf-8"))
+        tuning = read_json_file(study_dir / "tuning.json", expected=object, finite=False)
         return {(str(c["method"]), str(c["depth"]), float(lr)) for c in tuning.get("cells") or []
                 for lr in c.get("extension_pending") or []}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):

@@ -73,9 +73,9 @@ def _columnar_record(line: str) -> dict | None:
     exactly as ``line`` (so decoding reproduces the line); ``None`` for every other line."""
     if f'"{_COLUMNAR_SPLIT}"' not in line:
         return None
-    try:
-        record = json.loads(line)
-    except ValueError:
+    try:  # bounded: a line Python's reader cannot hold (or deeper than 32 levels) stays a verbatim line
+        record = parse_json(line, "a metrics.jsonl line", expected=object, finite=False)
+    except UntrustedFileError:
         return None
     if not isinstance(record, dict) or record.get("split") != _COLUMNAR_SPLIT or json.dumps(record) != line:
         return None

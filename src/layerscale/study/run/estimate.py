@@ -20,13 +20,13 @@ yet known are given as a range (the tuned rate equal to the shared one, or not).
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...untrusted_files import read_json_file
 from ..design.grid import StudySpec, format_lr
 from .tuning import rung_steps
 from .worker import read_status
@@ -172,9 +172,9 @@ def _known_choices(study_dir: Path) -> dict[tuple[str, int], float]:
     try:
         from .rate_search import TUNING_FILE
 
-        cells = json.loads((study_dir / TUNING_FILE).read_text(encoding="utf-8"))["cells"]
+        cells = read_json_file(study_dir / TUNING_FILE, expected=object, finite=False)["cells"]
         return {(c["method"], int(c["depth"])): float(c["chosen_lr"]) for c in cells if c.get("chosen_lr")}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # unreadable or malformed: no choice known
         return {}
 
 

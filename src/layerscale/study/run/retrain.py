@@ -184,9 +184,8 @@ def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     """One evidence run's outcome: ``status`` (``finished``: ``summary.json`` written; ``diverged``: the evidence
     runner's ``diverged.json``; else ``pending``), the last validation and test metric as the study computes them
     (only for a finished run), ``steps`` and ``train_s`` (as :func:`training_seconds`, from the records read once)."""
-    import json
-
     from ...train.records.metrics_log import read_metrics
+    from ...untrusted_files import read_json_file
     from ..design.metric import Metric
 
     run_dir = Path(run_dir)
@@ -196,10 +195,10 @@ def run_outcome(run_dir: str | os.PathLike, classification: bool) -> dict:
     last = {split: [r for r in records if r.get("split") == split] for split in ("eval", "test", "train")}
     if is_finished(run_dir):
         status = "finished"
-        steps = int(json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["step"])
+        steps = int(read_json_file(run_dir / "summary.json", finite=False)["step"])  # read as hostile files
     elif (run_dir / DIVERGED_FILE).is_file():
         status = "diverged"
-        steps = json.loads((run_dir / DIVERGED_FILE).read_text(encoding="utf-8")).get("step")
+        steps = read_json_file(run_dir / DIVERGED_FILE, finite=False).get("step")
     else:
         status, steps = "pending", None
     if steps is None and last["train"]:

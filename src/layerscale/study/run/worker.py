@@ -19,12 +19,12 @@ so a second worker for the same run — a rerun while an orphan of a killed stud
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from ...atomic_io import write_json_atomic
+from ...untrusted_files import read_json_file
 
 STATUS_FILE = "study_status.json"
 
@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
 
     parent, run_dir, config_path, threads = int(argv[0]), Path(argv[1]), Path(argv[2]), int(argv[3])
     torch.set_num_threads(threads)
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = read_json_file(config_path, finite=False)  # written by the study: NaN/Infinity kept, as before
     if os.environ.get("RANK", "0") != "0":  # another process of a torchrun run: rank 0 holds the run directory
         return _train(run_dir, config, parent)
     if run_dir.exists() and not run_dir.is_dir():
@@ -114,7 +114,7 @@ def _train(run_dir: Path, config: dict, parent: int) -> int:
         return 0
     if os.environ.get("RANK", "0") != "0":
         return 0  # one process of a torchrun run (study.executors.ddp_worker): rank 0 writes the summary and status
-    summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    summary = read_json_file(run_dir / SUMMARY_FILE, finite=False)  # a run's summary may hold NaN
     total = int(summary["total_steps"])
     done = result.step >= total or summary.get("stopped_early_at") is not None
     write_json_atomic(run_dir / STATUS_FILE, {"status": "finished" if done else "paused", "step": result.step,

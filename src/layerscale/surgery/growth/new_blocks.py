@@ -10,12 +10,12 @@ reads back (``run.init_from`` with ``optim.trainable: new_blocks``).
 from __future__ import annotations
 
 import ast
-import json
 import os
 from pathlib import Path
 
 from torch import nn
 
+from ...untrusted_files import MAX_CONFIG_BYTES, parse_json, read_regular_file
 from ..block_list import block_family
 
 __all__ = ["NEW_BLOCKS_KEY", "new_block_indices", "new_block_modules", "read_new_blocks", "record_new_blocks",
@@ -106,14 +106,13 @@ def _blocks_at(root: nn.Module, indices) -> list[nn.Module]:
 
 def read_new_blocks(folder: str | os.PathLike) -> tuple[int, ...] | None:
     """The ``layerscale_new_blocks`` of ``folder/config.json`` (a model written by ``layerscale grow``), or
-    ``None`` when there is no such file or key."""
+    ``None`` when there is no such file or key. The file is read as the sources read it
+    (:mod:`layerscale.untrusted_files`: no link, at most ``MAX_CONFIG_BYTES``, nesting bounded): one-line
+    ``ValueError`` naming it when it is refused or not JSON."""
     path = Path(folder) / "config.json"
     if not path.is_file():
         return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    config = parse_json(read_regular_file(path, MAX_CONFIG_BYTES), str(path), expected=object, finite=False)
     found = config.get(NEW_BLOCKS_KEY) if isinstance(config, dict) else None
     if found is None:
         return None

@@ -6,7 +6,9 @@ al. 2024 (ShortGPT, §4.3: post-training after removal). The loop: AdamW (``lr``
 on the trainable parameters (every parameter for ``"full"``; the adapters of
 :func:`~layerscale.surgery.healing.lora.add_lora` for ``"lora"``, merged afterwards), ``steps`` optimizer steps at a
 constant rate over batches of ``batch_size`` calibration examples, which are reshuffled (seeded) each time they are used
-up, so exactly ``steps`` steps always run. The loss is the mean cross-entropy of
+up, so exactly ``steps`` steps always run. A batch is a slice of the calibration set already in memory: a
+``batch_size`` above its size takes the whole set each step, so memory follows the data (``--samples`` /
+``--examples``), not the number asked for; a ``batch_size`` that is no integer >= 1 is refused. The loss is the mean cross-entropy of
 :func:`~layerscale.analysis.eval_data.evaluation.per_example_loss` (next-token mean for a language model). A non-finite
 loss stops healing with a one-line ``ValueError`` naming the step. The same recipe heals the unpruned control, so a gain
 from healing is not mistaken for a gain from pruning.
@@ -56,6 +58,8 @@ def heal_model(model: nn.Module, data: EvalSet, steps: int, *, method: str = "fu
         raise ValueError(f"--heal {method!r}: unknown healing method; allowed: {', '.join(HEAL_METHODS)}")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"healing steps must be an integer >= 1, got {steps!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"healing batch size (--heal-batch-size) must be an integer >= 1, got {batch_size!r}")
     if not (isinstance(lr, (int, float)) and lr > 0):
         raise ValueError(f"the healing rate must be > 0, got {lr!r}")
     if len(data) == 0:

@@ -16,6 +16,13 @@ into ``W`` scales the update by γ, so the merged model would compute another fu
 ``nn.Linear`` sharing ``W`` and ``b``, the adapter on it) and :func:`merge_lora` joins it back into a
 ``LayerScaledLinear`` holding the merged ``W`` and the same γ: ``γ ⊙ (x (W + (α / r) B A)ᵀ + b)``, exactly the
 adapted model.
+
+The rank is bounded before anything is allocated (:func:`check_lora_rank`). ``B A`` of a ``d × k`` weight has rank at
+most ``min(d, k)``, so a rank above the largest ``min(in_features, out_features)`` of the adapted linears adds
+nothing but memory (``peft`` itself allocates ``A ∈ R^{r×k}``, ``B ∈ R^{d×r}`` for any ``r``: rank 10⁹ asked for 64
+GB): it is refused, naming that largest rank (:func:`lora_rank_bound`). A rank between a small linear's bound and
+the largest still adds to the wider linears, and is kept. Adapters whose weights, gradients and AdamW's two
+moments would exceed this machine's memory (:func:`layerscale.machine.machine_memory_bytes`) are refused alike.
 """
 
 from __future__ import annotations
@@ -23,10 +30,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ... import machine
 from ..block_list import block_family
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["lora_targets", "add_lora", "merge_lora", "ScaledBranch"]
+__all__ = ["lora_targets", "lora_rank_bound", "check_lora_rank", "add_lora", "merge_lora", "ScaledBranch"]
+
+#: copies of each adapter parameter held while healing: the weight, its gradient and AdamW's two moments
+_ADAPTER_COPIES = 4
 
 
 class ScaledBranch(nn.Module):
@@ -71,12 +82,45 @@ def lora_targets(model: nn.Module) -> list[str]:
     return names
 
 
-def add_lora(model: nn.Module, rank: int = 8, alpha: float | None = None):
-    """``model`` wrapped by ``peft.get_peft_model`` with rank-``rank`` adapters (``lora_alpha`` ``alpha``, default
-    ``2 · rank``) on :func:`lora_targets`, no dropout; only the adapters are trainable. Each ``LayerScaledLinear``
-    of ``model`` is split into a :class:`ScaledBranch` first (in place), which :func:`merge_lora` joins back."""
+def _targets(model: nn.Module) -> list[nn.Linear]:
+    modules = dict(model.named_modules())
+    return [modules[name] for name in lora_targets(model)]
+
+
+def lora_rank_bound(model: nn.Module) -> int:
+    """The largest rank a LoRA adapter on ``model`` can use: the largest ``min(in_features, out_features)`` of the
+    linears :func:`lora_targets` names (module docstring); ``ValueError`` when there are none."""
+    return max(min(linear.in_features, linear.out_features) for linear in _targets(model))
+
+
+def check_lora_rank(model: nn.Module, rank: int) -> int:
+    """``rank`` when it is an integer in ``[1, lora_rank_bound(model)]`` whose adapters fit this machine's memory
+    (weights, gradients, AdamW's two moments); a one-line ``ValueError`` naming it otherwise. Allocates nothing and
+    leaves ``model`` as it is, so :func:`add_lora` and ``layerscale prune --heal lora`` call it before any work."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"--lora-rank must be an integer >= 1, got {rank!r}")
+    linears = _targets(model)
+    bound = max(min(linear.in_features, linear.out_features) for linear in linears)
+    if rank > bound:
+        raise ValueError(f"--lora-rank {rank}: expected at most {bound}, the largest min(in_features, out_features) of "
+                         f"the {len(linears)} linears of {type(model).__name__} that LoRA adapts (a higher rank adds "
+                         f"nothing but memory)")
+    count = rank * sum(linear.in_features + linear.out_features for linear in linears)
+    needed = count * _ADAPTER_COPIES * max(linear.weight.element_size() for linear in linears)
+    memory = machine.machine_memory_bytes()
+    if memory is not None and needed > memory:
+        raise ValueError(f"--lora-rank {rank}: the adapters ({count:,} parameters) need at least "
+                         f"{needed / 2**30:,.1f} GiB (weights, gradients and AdamW's two moments), more than this "
+                         f"machine's {memory / 2**30:,.1f} GiB; lower --lora-rank")
+    return rank
+
+
+def add_lora(model: nn.Module, rank: int = 8, alpha: float | None = None):
+    """``model`` wrapped by ``peft.get_peft_model`` with rank-``rank`` adapters (``lora_alpha`` ``alpha``, default
+    ``2 · rank``) on :func:`lora_targets`, no dropout; only the adapters are trainable. ``rank`` is checked first
+    (:func:`check_lora_rank`: one-line ``ValueError``, the model untouched). Each ``LayerScaledLinear`` of ``model``
+    is then split into a :class:`ScaledBranch` (in place), which :func:`merge_lora` joins back."""
+    check_lora_rank(model, rank)
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError:

@@ -14,8 +14,11 @@ the new depth, in the source library's layout, with the source's tokenizer files
 model K steps on the calibration split — ``--heal full`` (every weight) or ``--heal lora`` (``peft`` adapters,
 merged) by :mod:`~layerscale.surgery.healing.heal_loop`, or, for ``full`` on a training run's own data, through
 ``layerscale train`` with the run's recipe (:mod:`~layerscale.surgery.healing.prune_heal`) — and heals the unpruned
-model alike as the control; the steps printed are the steps run. Arguments and DEST are checked before the model is
-read; nothing is written on error.
+model alike as the control; the steps printed are the steps run. Arguments, DEST, ``--report`` and ``--heal-out``
+(writable, not inside the source: :func:`~layerscale.surgery.pruning.prune_criteria.report_folder`) are checked
+before the model is read, ``--lora-rank`` against the model's linears as soon as it is read
+(:func:`~layerscale.surgery.healing.lora.check_lora_rank`), all before any data is read or scored; nothing is
+written on error, and a report that fails to be written leaves an existing DEST as it was.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import copy
 from ...analysis.options.data_options import add_text_arguments, check_data_options
 from ...analysis.pruning.criteria import CRITERIA
 from ..healing.heal_loop import HEAL_METHODS
-from .prune_criteria import add_report_arguments, comparison_lines, compare_for_pruning, criteria_option, report_folder
+from .prune_criteria import (add_report_arguments, check_outside_source, comparison_lines, compare_for_pruning,
+                             criteria_option, report_folder, write_with_report)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from ..block_list import block_family
     from ..model_files import check_destination_folder, read_source_model
     from ...analysis.device import analysis_device
-    from ...analysis.outputs.paper_outputs import comparison_paper_files, write_files
+    from ...analysis.outputs.paper_outputs import comparison_paper_files
     from .prune import prune
     from .prune_healing import heal_with_control, report_perplexity, uses_run_recipe
     from ..surgery_output import finish_write
@@ -131,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     dest = check_destination_folder(args.out, args.force, args.source)
     report = report_folder(args, criteria)
     if args.heal_out is not None:
+        check_outside_source(args.heal_out, args.source, "--heal-out")
         check_destination_folder(args.heal_out, False)
     source = read_source_model(args.source, args.config)
     if args.heal_out is not None and not (args.heal_steps and uses_run_recipe(source, args)):
@@ -144,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
     if n >= depth:
         raise ValueError(f"--remove {n}: {args.source} has {depth} blocks; remove at most {depth - 1} (N < L)")
     block_family(model).check_editable(model)
+    if args.heal_steps and args.heal == "lora":  # the rank against the model's linears, before any data or work
+        from ..healing.lora import check_lora_rank
+
+        check_lora_rank(model, args.lora_rank)
     needs_data = criteria or args.heal_steps
     scoring, data, split = _split(source, args) if needs_data and _has_data(source, args) else (None, None, None)
     if needs_data and data is None:
@@ -172,10 +181,11 @@ def run(args: argparse.Namespace) -> int:
         pruned, record = heal_with_control(pruned, original, source, scoring, data, args, tokens)
         surgery.update(record)
     pruned.cpu()
-    lines = finish_write(pruned, source, dest, surgery)
-    if paper:
-        write_files(report, paper)
+    if paper:  # a report that fails leaves an existing DEST as it was (prune_criteria.write_with_report)
+        lines = write_with_report(report, paper, dest, lambda: finish_write(pruned, source, dest, surgery))
         lines.append(f"wrote the criteria comparison to {report} ({', '.join(sorted(paper))})")
+    else:
+        lines = finish_write(pruned, source, dest, surgery)
     print(f"removed blocks {sorted(set(chosen))} of {depth}: {depth - n} blocks left")
     for line in lines:
         print(line)

@@ -15,12 +15,15 @@ from typing import Any
 
 from ...messages import shown_name
 from ...paths import describe_non_file
+from ...untrusted_files import JSONTooDeepError, NotJSONError, parse_json
 from .config_tree import MAX_DEPTH, check_config_tree
 
 __all__ = ["apply_overrides", "dotted_items", "dump_config", "load_config_file", "parse_config_text", "parse_scalar",
            "read_config_text"]
 
 _EXTRA_HINT = "pip install 'torch-layerscale[train]'"
+#: the nesting parse_json lets through to check_config_tree (past it, Python's JSON reader recurses out first)
+_PARSE_DEPTH = 1 << 16
 
 # YAML 1.1 (pyyaml) reads 1e-3 as a string; every YAML 1.2 reader and every user reads it as a number.
 _FLOAT_RE = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
@@ -48,6 +51,18 @@ def _loader():
     return Loader
 
 
+def _parse_json(text: str, where: str, note: str) -> Any:
+    """``text`` parsed as JSON by :func:`~layerscale.untrusted_files.parse_json` (any top-level value; ``NaN``,
+    ``Infinity`` and ``1e400`` kept, as Python's reader reads them): one-line ``ValueError`` naming ``where``
+    (:class:`~layerscale.untrusted_files.NotJSONError` for what is no JSON text, the int-string limit named for a
+    too-long integer). Nesting is left to :func:`check_config_tree`, which names where it goes too deep; only what
+    Python's reader cannot hold at all is refused here, in the same words (``note`` after them)."""
+    try:
+        return parse_json(text, where, expected=object, max_depth=_PARSE_DEPTH, finite=False)
+    except JSONTooDeepError:
+        raise ValueError(f"{where}: nested more than {MAX_DEPTH} levels deep{' ' + note if note else ''}") from None
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping stored in a ``.yaml`` / ``.yml`` / ``.json`` file (safe loaders only: no objects, no code)."""
     path = Path(path)
@@ -62,18 +77,13 @@ def parse_config_text(text: str, path: str | Path) -> dict[str, Any]:
     (:func:`~layerscale.train.config.config_tree.check_config_tree`)."""
     path = Path(path)
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from None
-        except RecursionError:
-            raise ValueError(f"{path}: nested more than {MAX_DEPTH} levels deep (not a training config)") from None
+        data = _parse_json(text, str(path), "(not a training config)")
     elif path.suffix.lower() in (".yaml", ".yml"):
         yaml = _yaml()
         if yaml is None:
             try:  # a config.yaml written without pyyaml is JSON
-                data = json.loads(text)
-            except json.JSONDecodeError:
+                data = _parse_json(text, str(path), "(not a training config)")
+            except NotJSONError:
                 raise ImportError(f"{path}: reading YAML needs pyyaml: {_EXTRA_HINT} (or use a .json config)") from None
         else:
             try:
@@ -137,10 +147,13 @@ def parse_scalar(text: str) -> Any:
         return lowered == "true"
     if lowered in ("null", "~", ""):
         return None
+    where = f"--set value {shown_name(text)}"
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        value = _parse_json(text, where, "")
+    except NotJSONError:
         return text
+    check_config_tree(value, f"--set value {shown_name(text, 60)}")
+    return value
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:

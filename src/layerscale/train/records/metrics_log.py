@@ -38,7 +38,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     :func:`layerscale.untrusted_files.parse_json` (a JSON object nested at most 32 levels; NaN kept, as the log
     writes it) and a record's ``step``, when present, must be a whole number from 0 to 2**53. Any other line than
     a cut last one is refused: ``ValueError`` naming the file, the line and what was expected."""
-    from ...untrusted_files import UntrustedFileError, parse_json
+    from ...untrusted_files import NotJSONError, UntrustedFileError, parse_json
 
     records = []
     path = Path(path)
@@ -50,7 +50,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
         try:
             record = parse_json(line.encode("utf-8"), where, finite=False)
         except UntrustedFileError as exc:
-            if number == len(lines) and "not valid JSON" in str(exc):
+            if number == len(lines) and isinstance(exc, NotJSONError):
                 continue  # a last line cut short by a killed process
             raise ValueError(str(exc)) from None
         step = record.get("step", 0)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import array
 import base64
-import json
 import math
 import sys
 from pathlib import Path
@@ -28,6 +27,8 @@ from ...atomic_io import write_json_atomic
 __all__ = ["OUTCOMES_FILE", "window_losses", "example_correct", "write_test_outcomes", "read_test_outcomes"]
 
 OUTCOMES_FILE = "test_outcomes.json"
+#: the largest outcomes file read (a million loss windows is 5.4 MB of base64)
+MAX_OUTCOMES_BYTES = 64 * 1024 * 1024
 _FORMAT = 1
 
 
@@ -78,12 +79,19 @@ def write_test_outcomes(run_dir: str | Path, kind: str, values: torch.Tensor) ->
 
 def read_test_outcomes(run_dir: str | Path) -> tuple[str, list[float]] | None:
     """``(kind, values)`` from a run's outcomes file; ``None`` when it has none. A malformed file raises
-    ``ValueError`` naming it (a study never bootstraps over half a file)."""
+    ``ValueError`` naming it (a study never bootstraps over half a file). The run may be someone else's: the file is
+    read as a hostile one (:func:`~layerscale.untrusted_files.read_json_file`: no link followed, at most
+    :data:`MAX_OUTCOMES_BYTES`, nesting bounded)."""
+    from ...untrusted_files import UntrustedFileError, read_json_file
+
     path = Path(run_dir) / OUTCOMES_FILE
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return None
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_json_file(path, limit=MAX_OUTCOMES_BYTES)
+    except UntrustedFileError as exc:  # its message names the file already
+        raise ValueError(str(exc)) from None
+    try:
         kind, count, data = raw["kind"], int(raw["count"]), base64.b64decode(raw["data"], validate=True)
         if raw.get("format") != _FORMAT or count < 0:
             raise ValueError("unknown format")
@@ -100,5 +108,5 @@ def read_test_outcomes(run_dir: str | Path) -> tuple[str, list[float]] | None:
                 raise ValueError(f"{len(values)} finite losses expected {count}")
             return kind, list(values)
         raise ValueError(f"unknown kind {kind!r}")
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: unreadable test outcomes ({exc})") from None
