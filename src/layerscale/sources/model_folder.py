@@ -21,6 +21,7 @@ from pathlib import Path
 
 from torch import nn
 
+from ..messages import shown_value
 from ..untrusted_files import MAX_CONFIG_BYTES, UntrustedFileError, parse_json, read_regular_file, regular_files
 
 __all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "our_model_classes", "read_model_folder",
@@ -83,7 +84,21 @@ def _ours(folder: Path, config: dict) -> nn.Module:
     return classes[name].from_pretrained(folder)
 
 
-def _transformers(folder: Path) -> nn.Module:
+def _check_causal_lm(folder: Path, config: dict) -> None:
+    """A one-line ``ValueError`` for a Hugging Face model type that is no causal language model (a ViT, DINOv2, BERT
+    folder): transformers' own refusal lists every causal type it knows, thousands of characters."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from ..surgery.hf.hf_layerscale_config import base_model_type
+
+    model_type = config.get("model_type")
+    if isinstance(model_type, str) and base_model_type(model_type) not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ValueError(f"{folder}: a Hugging Face {shown_value(model_type)} model; model folders of Hugging Face "
+                         "are read as causal language models (AutoModelForCausalLM): give another model to "
+                         "layerscale.analysis.analyze_depth from Python")
+
+
+def _transformers(folder: Path, config: dict) -> nn.Module:
     try:
         from transformers import AutoModelForCausalLM
     except ImportError:
@@ -93,6 +108,7 @@ def _transformers(folder: Path) -> nn.Module:
     from ..surgery.hf.shard_index import checked_shard_names
 
     checked_shard_names(folder)  # a shard name outside the folder is refused before transformers joins it
+    _check_causal_lm(folder, config)
     with quiet_transformers():
         return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
 
@@ -119,4 +135,4 @@ def read_model_folder(folder: Path, kind: str, config: dict) -> nn.Module:
         from .timm_folder import read_timm_folder
 
         return read_timm_folder(folder)
-    return _transformers(folder)
+    return _transformers(folder, config)
