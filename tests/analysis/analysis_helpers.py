@@ -27,16 +27,27 @@ def self_labelled_vit(depth: int, examples: int, gamma_floor: float, data_seed: 
     return model, images, labels
 
 
-def hooked_streams(model: nn.Module, inputs: torch.Tensor) -> list[torch.Tensor]:
-    """``x^(0) … x^(L)`` of ``model.blocks`` (the input of the first block, then each block's output) from one plain
-    forward of ``inputs`` with hooks, as float64; the hooks are removed afterwards."""
+def block_streams(blocks, run) -> list[torch.Tensor]:
+    """``x^(0) … x^(L)`` of ``blocks`` (the input of the first block, positional or ``hidden_states=``, then each
+    block's output, the first element of a tuple) from one call of ``run()`` with hooks, as float64; the hooks are
+    removed afterwards."""
     seen: list[torch.Tensor] = []
-    handles = [model.blocks[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].detach().clone()))]
-    handles += [b.register_forward_hook(lambda m, a, out: seen.append(out.detach().clone())) for b in model.blocks]
+
+    def stream(value):
+        return (value[0] if isinstance(value, (tuple, list)) else value).detach().double()
+
+    handles = [blocks[0].register_forward_pre_hook(
+        lambda m, a, k: seen.append(stream(a[0] if a else k["hidden_states"])), with_kwargs=True)]
+    handles += [b.register_forward_hook(lambda m, a, out: seen.append(stream(out))) for b in blocks]
     try:
         with torch.no_grad():
-            model(inputs)
+            run()
     finally:
         for h in handles:
             h.remove()
-    return [s.double() for s in seen]
+    return seen
+
+
+def hooked_streams(model: nn.Module, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """:func:`block_streams` of ``model.blocks`` on one plain forward of ``inputs``."""
+    return block_streams(model.blocks, lambda: model(inputs))

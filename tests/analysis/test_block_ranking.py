@@ -14,7 +14,7 @@ from torch import nn
 from layerscale.analysis.pruning.block_ranking import best_span, gromov_best_span, rank_blocks
 from layerscale.models.registry import create_model
 
-from analysis_helpers import hooked_streams
+from analysis_helpers import block_streams, hooked_streams
 
 IMAGES = torch.randn(20, 1, 8, 8, generator=torch.Generator().manual_seed(0))
 LABELS = torch.arange(20) % 5
@@ -153,28 +153,6 @@ def test_bad_inputs_are_refused_in_one_line():
         rank_blocks(broken, (IMAGES, LABELS), "block_influence")
 
 
-def _first(value):
-    return value[0] if isinstance(value, (tuple, list)) else value
-
-
-def _streams_of(blocks, run) -> list[torch.Tensor]:
-    """Block inputs and the last block's output from one plain forward (any model's blocks; hooks only)."""
-    seen: list[torch.Tensor] = []
-
-    def before(module, args, kwargs):
-        seen.append((args[0] if args else kwargs["hidden_states"]).detach().double())
-
-    handles = [b.register_forward_pre_hook(before, with_kwargs=True) for b in blocks]
-    handles.append(blocks[-1].register_forward_hook(lambda m, a, out: seen.append(_first(out).detach().double())))
-    try:
-        with torch.no_grad():
-            run()
-    finally:
-        for h in handles:
-            h.remove()
-    return seen
-
-
 def test_rankings_of_timm_and_hugging_face_models_read_the_token_their_head_reads():
     timm = pytest.importorskip("timm")
     transformers = pytest.importorskip("transformers")
@@ -197,7 +175,7 @@ def test_rankings_of_timm_and_hugging_face_models_read_the_token_their_head_read
     for model, data, inputs, token in cases:
         blocks = model.blocks if hasattr(model, "blocks") else (
             model.transformer.h if hasattr(model, "transformer") else model.model.layers)
-        streams = [token(s) for s in _streams_of(blocks, lambda: model(inputs))]
+        streams = [token(s) for s in block_streams(blocks, lambda: model(inputs))]
         expected = [float(_arccos_distance(streams[i], streams[i + 1]).mean()) for i in range(3)]
         assert rank_blocks(model, data, "angular", batch_size=5) == pytest.approx(expected, abs=1e-7), model
         start, distance = gromov_best_span(model, data, 2, batch_size=5)

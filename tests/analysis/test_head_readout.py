@@ -16,6 +16,8 @@ from torch import nn
 from layerscale.analysis import analyze_depth, compare_criteria, gromov_best_span, rank_blocks
 from layerscale.models.registry import create_model
 
+from analysis_helpers import block_streams
+
 IMAGES = torch.randn(12, 1, 8, 8, generator=torch.Generator().manual_seed(0))
 LABELS = torch.arange(12) % 5
 SMALL = dict(pretrained=False, img_size=8, patch_size=4, in_chans=1, num_classes=5, embed_dim=16, depth=3,
@@ -29,25 +31,6 @@ def _turning(model: nn.Module) -> nn.Module:
         for p in model.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=g))
     return model.eval()
-
-
-def _streams(blocks, run) -> list[torch.Tensor]:
-    """``x^(0) … x^(L)`` entering the first block and leaving each block, float64, from one hooked forward."""
-    seen: list[torch.Tensor] = []
-
-    def stream(value):
-        return (value[0] if isinstance(value, (tuple, list)) else value).detach().double()
-
-    handles = [blocks[0].register_forward_pre_hook(
-        lambda m, a, k: seen.append(stream(a[0] if a else k["hidden_states"])), with_kwargs=True)]
-    handles += [b.register_forward_hook(lambda m, a, out: seen.append(stream(out))) for b in blocks]
-    try:
-        with torch.no_grad():
-            run()
-    finally:
-        for h in handles:
-            h.remove()
-    return seen
 
 
 def _distance(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -77,7 +60,7 @@ def test_timm_vit_angular_measures_read_what_timm_pools(kwargs, readout, pool):
     timm = pytest.importorskip("timm")
     torch.manual_seed(0)
     model = _turning(timm.create_model("vit_small_patch16_224", **SMALL, **kwargs))
-    streams = _streams(model.blocks, lambda: model(IMAGES))
+    streams = block_streams(model.blocks, lambda: model(IMAGES))
     for s in streams:  # the plain-torch pooling is timm's own
         assert torch.allclose(pool(s), model.pool(s), atol=1e-12)
     read = [pool(s) for s in streams]
@@ -95,7 +78,7 @@ def test_analyze_depth_and_compare_criteria_read_the_patch_mean_of_a_registered_
     timm = pytest.importorskip("timm")
     torch.manual_seed(0)
     model = _turning(timm.create_model("vit_small_patch16_224", **SMALL, global_pool="avg", reg_tokens=4))
-    read = [s[:, model.num_prefix_tokens:].mean(1) for s in _streams(model.blocks, lambda: model(IMAGES))]
+    read = [s[:, model.num_prefix_tokens:].mean(1) for s in block_streams(model.blocks, lambda: model(IMAGES))]
     matrix = _matrix(read)
     result = analyze_depth(model, (IMAGES, LABELS), batch_size=5, bootstrap=10, probes=False)
     assert result.readout == "mean[5:]"
@@ -114,7 +97,7 @@ def test_attention_pools_read_the_plain_mean_of_the_tokens_they_attend_to_named_
     for kwargs, readout, skip in ((dict(global_pool="map", reg_tokens=2), "attn_mean[3:]", 3),
                                   (dict(global_pool="map", class_token=False), "attn_mean", 0)):
         model = _turning(timm.create_model("vit_small_patch16_224", **SMALL, **kwargs))
-        read = [s[:, skip:].mean(1) for s in _streams(model.blocks, lambda: model(IMAGES))]
+        read = [s[:, skip:].mean(1) for s in block_streams(model.blocks, lambda: model(IMAGES))]
         result = analyze_depth(model, (IMAGES, LABELS), batch_size=6, bootstrap=10, probes=False)
         assert result.readout == readout
         assert result.angular_distance == pytest.approx([_distance(read[i], read[i + 1]) for i in range(3)],
@@ -138,7 +121,7 @@ OTHERS = [  # name, model builder, blocks, readout, what the head reads in plain
 @pytest.mark.parametrize("name, build, blocks, readout, read", OTHERS, ids=[c[0] for c in OTHERS])
 def test_our_models_read_what_their_head_pools(name, build, blocks, readout, read):
     model = build()
-    streams = [read(s) for s in _streams(getattr(model, blocks), lambda: model(IMAGES))]
+    streams = [read(s) for s in block_streams(getattr(model, blocks), lambda: model(IMAGES))]
     result = analyze_depth(model, (IMAGES, LABELS), batch_size=5, bootstrap=10, probes=False)
     assert result.readout == readout
     assert result.angular_distance == pytest.approx([_distance(streams[i], streams[i + 1]) for i in range(3)],
@@ -157,7 +140,7 @@ def test_timm_cait_distilled_deit_eva_and_beit_read_what_their_head_reads():
     ]
     for name, extra, readout, read in cases:
         model = _turning(timm.create_model(name, **SMALL, **extra))
-        streams = [read(s) for s in _streams(model.blocks, lambda: model(IMAGES))]
+        streams = [read(s) for s in block_streams(model.blocks, lambda: model(IMAGES))]
         expected = [_distance(streams[i], streams[i + 1]) for i in range(3)]
         assert rank_blocks(model, (IMAGES, LABELS), "angular", batch_size=5) == pytest.approx(expected, abs=1e-7), name
 
@@ -178,7 +161,7 @@ def test_hugging_face_dinov2_reads_the_class_token_beside_the_patch_mean():
         model = _turning(model)
         backbone = getattr(model, model.base_model_prefix)
         layers = getattr(backbone, "layers", None) or backbone.encoder.layer
-        streams = _streams(layers, lambda: model(pixel_values=IMAGES))
+        streams = block_streams(layers, lambda: model(pixel_values=IMAGES))
         # the head's own input, cat([x[:, 0], x[:, 1 + R:].mean(1)]) (modeling_dinov2*.py), of the stream
         read = [s[:, 0] if skip is None else torch.cat([s[:, 0], s[:, skip:].mean(1)], -1) for s in streams]
         result = analyze_depth(model, (IMAGES, LABELS), batch_size=6, bootstrap=10, probes=False)
