@@ -184,6 +184,8 @@ def test_a_head_this_library_does_not_know_is_refused_unless_its_readout_is_stat
     wrapped = _Wrapped(model)
     with pytest.raises(ValueError, match=r"_Wrapped: cannot tell which tokens its head reads .*layerscale_readout"):
         rank_blocks(wrapped, (IMAGES, LABELS), "angular")
+    for by in ("block_influence", "ablation"):  # these read no head token: measured without a readout
+        assert rank_blocks(wrapped, (IMAGES, LABELS), by) == rank_blocks(model, (IMAGES, LABELS), by)
     wrapped.layerscale_readout = "mean[1:]"
     assert rank_blocks(wrapped, (IMAGES, LABELS), "angular") == rank_blocks(model, (IMAGES, LABELS), "angular")
     for bad in ("avg", "mean[1]", "cls+", 3):

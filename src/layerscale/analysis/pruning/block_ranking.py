@@ -53,16 +53,16 @@ RANKINGS = ("angular", "block_influence", "ablation")
 
 
 def batch_readout(model: nn.Module, stack: BlockStack, logits: torch.Tensor, targets: torch.Tensor,
-                  seen: tuple[str | None, str | None]) -> tuple[str, str]:
+                  seen: tuple[str | None, str | None], needed: bool = True) -> tuple[str, str | None]:
     """``(task, readout)`` of one evaluation batch, given those of the batches before (``(None, None)`` first):
     every batch must be of the same task; the readout (what the head reads, :func:`head_readout`) is fixed by
-    the first."""
+    the first (``None`` when not ``needed``)."""
     name = stack.model_name
     task, readout = seen
     batch_task = task_of(logits, targets, name)
     if task is not None and batch_task != task:
         raise ValueError(f"{name}: evaluation batches of different tasks")
-    return batch_task, readout or head_readout(model, stack, batch_task)
+    return batch_task, readout or (head_readout(model, stack, batch_task) if needed else None)
 
 
 def stream_distances(head: torch.Tensor) -> torch.Tensor:
@@ -99,8 +99,8 @@ class StreamMeasures:
     """
 
     task: str
-    readout: str
-    head_distance: torch.Tensor
+    readout: str | None
+    head_distance: torch.Tensor | None
     block_influence: torch.Tensor
     clean_loss: torch.Tensor
     ablation_loss: torch.Tensor | None = None
@@ -119,9 +119,11 @@ def _check_positive(name: str, value: Any, allow_none: bool = False) -> None:
 
 def measure_streams(model: nn.Module, batches: Any, *, ablation: bool = False, device: str | torch.device = "cpu",
                     batch_size: int = 250, max_examples: int | None = 1000,
-                    call: Callable[[torch.Tensor], Any] | None = None) -> StreamMeasures:
+                    call: Callable[[torch.Tensor], Any] | None = None, angular: bool = True) -> StreamMeasures:
     """One pass over ``batches`` (see the module docstring) recording the :class:`StreamMeasures`; with
-    ``ablation`` also every block's ablation (about ``L²/2`` block evaluations per batch)."""
+    ``ablation`` also every block's ablation (about ``L²/2`` block evaluations per batch). Without ``angular`` the
+    head-token distances are not measured (``readout`` and ``head_distance`` are ``None``), so a model whose head's
+    readout is not known (:func:`head_readout` refuses it) can still be measured by the other criteria."""
     device = analysis_device(device)
     _check_positive("batch_size", batch_size)
     _check_positive("max_examples", max_examples, allow_none=True)
@@ -139,10 +141,11 @@ def measure_streams(model: nn.Module, batches: Any, *, ablation: bool = False, d
                 inputs, targets = inputs.to(device), targets.to(device)
                 captured = stack.capture_evaluation(inputs)
                 logits = logits_of(captured.output, name)
-                task, readout = batch_readout(model, stack, logits, targets, (task, readout))
+                task, readout = batch_readout(model, stack, logits, targets, (task, readout), angular)
                 streams = captured.streams
-                head = torch.stack([readout_tokens(s, readout) for s in streams], dim=1)
-                distances.append(stream_distances(head).cpu())
+                if angular:
+                    head = torch.stack([readout_tokens(s, readout) for s in streams], dim=1)
+                    distances.append(stream_distances(head).cpu())
                 influence.append(torch.stack([block_influence(streams[i], streams[i + 1])
                                               for i in range(stack.depth)], dim=1).cpu())
                 clean.append(per_example_loss(logits, targets)[0].cpu())
@@ -151,7 +154,8 @@ def measure_streams(model: nn.Module, batches: Any, *, ablation: bool = False, d
                 del captured, streams
     finally:
         model.train(was_training)
-    return StreamMeasures(task, readout, torch.cat(distances), torch.cat(influence), torch.cat(clean),
+    return StreamMeasures(task, readout, torch.cat(distances) if angular else None, torch.cat(influence),
+                          torch.cat(clean),
                           totals.per_example()[0] if ablation else None)
 
 
@@ -169,7 +173,7 @@ def rank_blocks(model: nn.Module, batches: Any, by: str, *, device: str | torch.
     if by not in RANKINGS:
         raise ValueError(f"by must be one of {RANKINGS}, got {by!r}")
     measures = measure_streams(model, batches, ablation=by == "ablation", device=device, batch_size=batch_size,
-                               max_examples=max_examples, call=call)
+                               max_examples=max_examples, call=call, angular=by == "angular")
     if by == "angular":
         index = torch.arange(measures.depth)
         scores = measures.head_distance[:, index, index + 1].mean(dim=0)
