@@ -25,7 +25,7 @@ from ..sources import TRAIN_CONFIG_NAME, SourceModel, read_source
 from ..sources.model_folder import quiet_transformers as _quiet_transformers
 from .growth.new_blocks import NEW_BLOCKS_KEY, new_block_indices
 
-__all__ = ["SourceModel", "read_source_model", "write_model_folder", "check_destination_folder",
+__all__ = ["SourceModel", "read_source_model", "write_model_folder", "check_destination_folder", "run_of_checkpoint",
            "TRAIN_CONFIG_NAME"]
 
 #: The reader of every source (:func:`layerscale.sources.read_source`), under the name surgery has always used.
@@ -41,7 +41,7 @@ def check_destination_folder(dest: str | os.PathLike, force: bool, source: str |
     dest = Path(dest)
     if source is not None:
         target, origin = dest.resolve(), Path(source).resolve()
-        run = _run_of_checkpoint(origin)
+        run = run_of_checkpoint(origin)
         if target == origin:
             raise ValueError(f"--out {dest} is the source itself; write the edited model to another folder")
         if target in origin.parents:
@@ -59,7 +59,7 @@ def check_destination_folder(dest: str | os.PathLike, force: bool, source: str |
     return check_writable_dir(dest, "model folder")
 
 
-def _run_of_checkpoint(origin: Path) -> Path | None:
+def run_of_checkpoint(origin: Path) -> Path | None:
     """The training run (``config.yaml`` + ``checkpoints/``) whose checkpoint directory ``origin`` is or holds,
     else ``None``."""
     from ..diagnostics.run_data import CONFIG_FILE

@@ -50,12 +50,12 @@ def check_outside_source(folder: str | os.PathLike, source: str | os.PathLike, o
     lies inside it — or inside the training run whose checkpoint the source is — the rule ``--out`` follows
     (:func:`~layerscale.surgery.model_files.check_destination_folder`): the files written there would mix with the
     source's own. A folder holding the source is allowed: files are added to it, nothing of it is replaced."""
-    from ..model_files import _run_of_checkpoint  # the one rule of --out for a checkpoint's run
+    from ..model_files import run_of_checkpoint  # the one rule of --out for a checkpoint's run
 
     target, origin = Path(folder).resolve(), Path(source).resolve()
     if target == origin:
         raise ValueError(f"{option} {folder} is the source itself; write it to a folder outside the source")
-    run = _run_of_checkpoint(origin)
+    run = run_of_checkpoint(origin)
     if (run or origin) in target.parents:
         where = f"the run {run} of the source {source}" if run else f"the source {source}"
         raise ValueError(f"{option} {folder} lies inside {where}; its files would mix with the source's own: write "
