@@ -73,7 +73,7 @@ CASES = [
     ("model", ["--data-path", "{blank}"], "holds no text"),
     ("model", ["--data-path", "{binary}"], "binary"),
     ("model", ["--data-path", "{jsonl}"], "has no field 'text'"),
-    ("model", ["--data-path", "{corpus}", "--text-field", "body"], "line 1 is not JSON"),
+    ("model", ["--data-path", "{corpus}", "--text-field", "body"], "line 1: not valid JSON"),
     ("model", ["--data-path", "{link}"], "symbolic link"),
     ("model", ["--data-path", "{corpus}", "--tokenizer", "{corpus}"], "--tokenizer must be a tokenizer folder"),
     ("bare", ["--data-path", "{corpus}"], "has no tokenizer files; give --tokenizer"),

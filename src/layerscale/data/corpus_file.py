@@ -12,17 +12,18 @@ JSONL documents are joined with ``"\\n\\n"``, the joining the usual perplexity e
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from ..untrusted_files import read_regular_file
+from ..untrusted_files import parse_json, read_regular_file
 
 __all__ = ["read_corpus", "MAX_CORPUS_BYTES", "DOCUMENT_SEPARATOR"]
 
 #: The largest data file read (256 MiB: far more text than calibration or evaluation windows need).
 MAX_CORPUS_BYTES = 256 << 20
 DOCUMENT_SEPARATOR = "\n\n"
+#: How deep a JSON Lines record may nest (its metadata beside the text field; Python's reader recurses about 1,000)
+_MAX_RECORD_DEPTH = 256
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -34,31 +35,15 @@ def _decode(path: Path, data: bytes) -> str:
         raise ValueError(f"{path}: --data-path is not UTF-8 text (byte {exc.start}); binary data is refused") from None
 
 
-def _parse_line(path: Path, number: int, line: str):
-    """Line ``number`` of ``path`` parsed as JSON; one-line ``ValueError`` naming the file and the line for what
-    Python's reader refuses: bad syntax, nesting deeper than it recurses (``RecursionError``), an integer literal
-    longer than Python's int-string limit (a ``ValueError`` whose advice, ``sys.set_int_max_str_digits``, is left
-    out: it is no fix for a data file)."""
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: line {number} is not JSON ({exc.msg}); expected one JSON object per line") \
-            from None
-    except RecursionError:
-        raise ValueError(f"{path}: line {number} is nested too deep to read (more levels of [ ] / {{ }} than "
-                         "Python's JSON reader holds); expected one JSON object per line") from None
-    except ValueError as exc:  # an integer literal over sys.get_int_max_str_digits() digits
-        reason = str(exc).split(";")[0].strip() or type(exc).__name__
-        raise ValueError(f"{path}: line {number} is refused ({reason}); expected one JSON object per line") \
-            from None
-
-
 def _jsonl(path: Path, text: str, field: str) -> str:
     documents = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        record = _parse_line(path, number, line)
+        # Python's reader limits, named by file and line (untrusted_files.parse_json); NaN kept, nesting as deep
+        # as a document may hold
+        record = parse_json(line, f"{path}: line {number}", expected=object, max_depth=_MAX_RECORD_DEPTH,
+                            finite=False)
         if not isinstance(record, dict):
             raise ValueError(f"{path}: line {number} holds a {type(record).__name__}, expected a JSON object")
         if field not in record:
