@@ -8,7 +8,8 @@ embeddings) and loads non-strictly when ``pretrained_strict`` is false (`timm/mo
 ``load_pretrained``). Each is right when a user fine-tunes from a checkpoint; for measuring *the* checkpoint each
 is a model other than the one saved. So the model is built from ``config.json`` with ``pretrained=False`` (timm's
 own architecture and arguments) and filled here, strictly: every weight of the file and no other, each of the
-model's shape and of a dtype that loads into it (:func:`~layerscale.weight_checks.check_loadable_weights`).
+model's shape and of a dtype that loads into it (the check a training run's checkpoint gets:
+:func:`~layerscale.train.state.checkpoint.check_same_architecture`), all finite.
 
 The weights file is the one timm prefers (``timm/models/_hub.py``, ``_PREFERRED_FILES``) among those
 ``save_for_hf`` writes: ``model.safetensors``, else ``pytorch_model.bin`` (read with ``weights_only=True``).
@@ -35,9 +36,9 @@ def read_timm_folder(folder: Path) -> nn.Module:
     except ImportError:
         raise ImportError(f"{folder} is a timm model folder; reading it needs timm: pip install timm") from None
     from ..checkpoint_io import read_state_dict_file
-    from ..messages import shown_names
     from ..models.validation import check_fits_memory
-    from ..weight_checks import check_loadable_weights
+    from ..train.state.checkpoint import check_same_architecture
+    from ..weight_checks import check_finite_tensors
 
     name = f"local-dir:{folder.resolve()}"
     check_fits_memory(lambda: timm.create_model(name, pretrained=False), f"{folder / 'config.json'}: its model",
@@ -48,17 +49,7 @@ def read_timm_folder(folder: Path) -> nn.Module:
                                 "(timm.models.save_for_hf writes them)")
     model = timm.create_model(name, pretrained=False)
     saved = read_state_dict_file(weights).tensors
-    expected = model.state_dict()
-    missing, extra = sorted(set(expected) - set(saved)), sorted(set(saved) - set(expected))
-    if missing or extra:
-        parts = [f"{what} {shown_names(keys)}" for what, keys in (("missing", missing), ("unexpected", extra)) if keys]
-        raise ValueError(f"{weights}: not the weights of the {type(model).__name__} its config.json builds: "
-                         f"{', '.join(parts)}")
-    reshaped = [f"{k} {tuple(saved[k].shape)} vs {tuple(expected[k].shape)}" for k in expected
-                if saved[k].shape != expected[k].shape]
-    if reshaped:
-        raise ValueError(f"{weights}: shapes differ from the model its config.json builds (file vs model): "
-                         f"{', '.join(reshaped[:3])}{f' (+{len(reshaped) - 3} more)' if len(reshaped) > 3 else ''}")
-    check_loadable_weights(saved, expected, str(weights))
+    check_same_architecture(weights, saved, model.state_dict())  # keys, shapes and dtypes, as a run's checkpoint
+    check_finite_tensors(saved, str(weights))
     model.load_state_dict(saved, strict=True)
     return model.eval()

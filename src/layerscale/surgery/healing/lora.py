@@ -99,8 +99,7 @@ def check_lora_rank(model: nn.Module, rank: int) -> int:
     leaves ``model`` as it is, so :func:`add_lora` and ``layerscale prune --heal lora`` call it before any work."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"--lora-rank must be an integer >= 1, got {rank!r}")
-    linears = _targets(model)
-    bound = max(min(linear.in_features, linear.out_features) for linear in linears)
+    linears, bound = _targets(model), lora_rank_bound(model)
     if rank > bound:
         raise ValueError(f"--lora-rank {rank}: expected at most {bound}, the largest min(in_features, out_features) of "
                          f"the {len(linears)} linears of {type(model).__name__} that LoRA adapts (a higher rank adds "
