@@ -100,3 +100,18 @@ def test_perplexity_is_exp_of_the_mean_window_loss_with_the_bootstrap_interval()
     assert found.perplexity_interval == (pytest.approx(math.exp(float(low))), pytest.approx(math.exp(float(high))))
     assert (found.windows, found.tokens) == (5, 35)
     assert "perplexity 9.393331" in found.line()
+
+
+def test_a_tokenizer_without_a_vocabulary_is_refused_naming_the_folder(tmp_path):
+    """transformers loads a folder naming a slow class but holding no vocabulary file as a one-id tokenizer that
+    encodes every text to nothing; without the check it surfaced later as "the data gives 0 window(s)"."""
+    pytest.importorskip("transformers")
+    import json
+
+    from layerscale.data.tokenizer_folder import load_tokenizer
+
+    folder = tmp_path / "novocab"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
+    with pytest.raises(ValueError, match=r"novocab: the tokenizer has no vocabulary \(1 id\(s\)"):
+        load_tokenizer(folder)

@@ -60,8 +60,8 @@ def load_tokenizer(folder: str | os.PathLike) -> TextTokenizer:
         except Exception as exc:  # the library's own parse error: one line
             raise ValueError(f"{folder / 'tokenizer.json'}: not a tokenizer ({' '.join(str(exc).split())[:200]})") \
                 from None
-        return TextTokenizer(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
-                             tokenizer.get_vocab_size(with_added_tokens=True), str(folder))
+        return _with_vocabulary(TextTokenizer(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
+                                              tokenizer.get_vocab_size(with_added_tokens=True), str(folder)))
     if not entries & {"tokenizer_config.json", "tokenizer.model", "vocab.json"}:
         raise ValueError(f"{folder}: no tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model); "
                          "give --tokenizer a folder written by a tokenizer's save_pretrained")
@@ -77,4 +77,21 @@ def load_tokenizer(folder: str | os.PathLike) -> TextTokenizer:
         slow = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as exc:
         raise ValueError(f"{folder}: cannot read the tokenizer ({' '.join(str(exc).split())[:200]})") from None
-    return TextTokenizer(lambda text: slow.encode(text, add_special_tokens=False), len(slow), str(folder))
+    return _with_vocabulary(TextTokenizer(lambda text: slow.encode(text, add_special_tokens=False), len(slow),
+                                          str(folder)))
+
+
+#: text every tokenizer with a vocabulary turns into at least one id (an unknown-token id at worst)
+_PROBE_TEXT = "The quick brown fox jumps over the lazy dog."
+
+
+def _with_vocabulary(tokenizer: TextTokenizer) -> TextTokenizer:
+    """``tokenizer`` when it has a vocabulary: at least two ids, and :data:`_PROBE_TEXT` encodes to some. A folder
+    whose ``tokenizer_config.json`` names a class but holds no vocabulary file loads in transformers as a tokenizer
+    of one id that encodes every text to nothing; refused here in one line naming the folder, rather than later as
+    data that gives no windows."""
+    if tokenizer.vocab_size < 2 or not tokenizer.encode(_PROBE_TEXT):
+        raise ValueError(f"{tokenizer.name}: the tokenizer has no vocabulary ({tokenizer.vocab_size} id(s); "
+                         f"{_PROBE_TEXT!r} encodes to no tokens); expected a folder written by a tokenizer's "
+                         "save_pretrained, vocabulary files included")
+    return tokenizer

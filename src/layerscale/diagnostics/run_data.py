@@ -31,8 +31,6 @@ __all__ = ["RunData", "read_run", "CONFIG_FILE", "METRICS_FILE", "SUMMARY_FILE"]
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
-#: the largest ``metrics.jsonl`` read (a depth-96 language-model run's is about 2 MB; the study's limit on a record)
-MAX_METRICS_BYTES = 256 * 1024 * 1024
 #: what each file read must be, for the line that refuses it
 _EXPECTED = {CONFIG_FILE: "the YAML config layerscale train writes",
              METRICS_FILE: "the JSON lines (one record a line) layerscale train writes"}
@@ -140,6 +138,8 @@ def _read_metrics(path: Path) -> tuple[list[dict], list[str]]:
     is JSON Python's reader cannot hold (nested past :data:`~layerscale.untrusted_files.MAX_JSON_DEPTH` levels, or
     an integer past the int-string limit) is no damage a writer leaves: one-line ``ValueError`` naming the file and
     the line (:func:`~layerscale.untrusted_files.parse_json`)."""
+    from ..train.records.metrics_log import MAX_METRICS_BYTES
+
     records, notes = [], []
     lines = read_text_file(path, MAX_METRICS_BYTES, _EXPECTED[METRICS_FILE]).splitlines()
     for number, line in enumerate(lines, start=1):

@@ -18,10 +18,14 @@ from typing import Any
 
 from ...atomic_io import write_text_atomic
 
-__all__ = ["METRICS_FILE", "TENSORBOARD_DIR", "MetricsLog", "read_metrics", "truncate_metrics"]
+__all__ = ["MAX_METRICS_BYTES", "METRICS_FILE", "TENSORBOARD_DIR", "MetricsLog", "read_metrics", "truncate_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
 TENSORBOARD_DIR = "tensorboard"
+#: the largest ``metrics.jsonl`` read (a depth-96 language-model run's is about 2 MB; the study's limit on a record)
+MAX_METRICS_BYTES = 256 * 1024 * 1024
+#: what the file must be, for the line that refuses it
+_EXPECTED = "the JSON lines (one record a line) layerscale train writes"
 
 
 def _json_value(value: Any) -> Any:
@@ -32,19 +36,22 @@ def _json_value(value: Any) -> Any:
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file, skipping a last line cut short by a killed process.
+    """The records of a ``metrics.jsonl`` file (none when there is no file), skipping a last line cut short by a
+    killed process.
 
-    A log may come from a study folder someone else made, so every line goes through
+    A log may come from a study folder someone else made, so the file must be a regular file (a link is refused,
+    not followed; a FIFO is refused without blocking) of at most :data:`MAX_METRICS_BYTES` in UTF-8, read by
+    :func:`layerscale.untrusted_files.read_text_file`, and every line goes through
     :func:`layerscale.untrusted_files.parse_json` (a JSON object nested at most 32 levels; NaN kept, as the log
     writes it) and a record's ``step``, when present, must be a whole number from 0 to 2**53. Any other line than
     a cut last one is refused: ``ValueError`` naming the file, the line and what was expected."""
-    from ...untrusted_files import NotJSONError, UntrustedFileError, parse_json
+    from ...untrusted_files import NotJSONError, UntrustedFileError, parse_json, read_text_file
 
     records = []
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return records
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text_file(path, MAX_METRICS_BYTES, _EXPECTED).splitlines()
     for number, line in enumerate(lines, start=1):
         where = f"{path}:{number}"
         try:
