@@ -38,3 +38,22 @@ def test_frozen_parameters_are_left_out_and_groups_work_with_adamw():
 def test_negative_weight_decay_is_rejected():
     with pytest.raises(ValueError, match="weight_decay must be >= 0, got -1"):
         param_groups(create_model("gpt_nano", depth=1), -1)
+
+
+def test_hugging_face_vision_tokens_and_position_embeddings_get_no_decay():
+    """HF ViT / DINOv2 name them ``embeddings.position_embeddings``, ``cls_token``, ``mask_token``,
+    ``register_tokens`` (timm: ``pos_embed``, ``cls_token``, ``reg_token``): the same rule for both."""
+    transformers = pytest.importorskip("transformers")
+    small = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, image_size=8, patch_size=4,
+                 num_channels=1, num_labels=5, intermediate_size=32)
+    models = [transformers.ViTForImageClassification(transformers.ViTConfig(**small)),
+              transformers.Dinov2ForImageClassification(transformers.Dinov2Config(**small)),
+              transformers.Dinov2WithRegistersForImageClassification(
+                  transformers.Dinov2WithRegistersConfig(**small, num_register_tokens=2))]
+    for model in models:
+        decay, no_decay = param_groups(model, 0.1)
+        tokens = {n for n, _ in model.named_parameters()
+                  if n.rpartition(".")[2] in ("position_embeddings", "cls_token", "mask_token", "register_tokens")}
+        assert any(n.endswith("position_embeddings") for n in tokens), type(model).__name__
+        assert tokens <= set(no_decay["param_names"]), sorted(tokens & set(decay["param_names"]))
+        assert any(n.endswith("query.weight") or n.endswith("q_proj.weight") for n in decay["param_names"])

@@ -75,6 +75,20 @@ def test_a_paused_run_continued_equals_one_never_paused(tmp_path):
     assert _records(tmp_path / "paused", "test")[0]["accuracy"] == _records(tmp_path / "straight", "test")[0]["accuracy"]
 
 
+
+def test_a_pause_between_checkpoints_with_random_augmentation_continues_exactly(tmp_path):
+    """The pause's checkpoint holds the random state after the last step trained: the loop must not draw the next
+    batch (its augmentation takes random numbers) before it stops."""
+    base = tiny_config(data={"validation_fraction": 0.2, "augment": True}, model={"drop_path_rate": 0.1},
+                       run={"checkpoint_every_steps": 4, "keep_checkpoints": 5})
+    paused = run(tiny_config(**{**base, "run": {**base["run"], "stop_at_step": 5}}), out=tmp_path / "paused")
+    assert paused.step == 5
+    assert run(resume=tmp_path / "paused", overrides=["run.stop_at_step=0"]).step == 12
+    run(base, out=tmp_path / "straight")
+    expected, got = final_weights(tmp_path / "straight"), final_weights(tmp_path / "paused")
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), f"{name} differs after a pause at step 5"
+
 def test_early_stopping_ends_the_run_and_survives_a_resume(tmp_path):
     # lr 0 after warmup: nothing improves, so the run stops after `patience` flat evaluations
     config = tiny_config(data={"validation_fraction": 0.2}, optim={"max_steps": 40, "lr": 1e-9, "min_lr": 0.0},

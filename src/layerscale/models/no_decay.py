@@ -15,7 +15,11 @@ from ..layers.layer_scale import HeadScale, LayerScale, LayerScale2d, ScalarScal
 __all__ = ["decay_parameter_names", "is_no_decay_parameter", "is_scale_parameter"]
 
 _SCALE_TYPES = (LayerScale, LayerScale2d, HeadScale, ScalarScale)
-_NO_DECAY_NAMES = ("cls_token", "pos_embed", "dist_token", "reg_token", "wpe.weight")
+#: class / distillation / register / mask tokens and position embeddings, by timm's names (``pos_embed``, ...), GPT-2's
+#: (``wpe``) and Hugging Face vision models' (``embeddings.position_embeddings``, ``cls_token``, ``mask_token``,
+#: ``register_tokens``, ``distillation_token``), and a learned position table (``position_embeddings.weight``)
+_NO_DECAY_NAMES = ("cls_token", "pos_embed", "dist_token", "reg_token", "wpe.weight", "position_embeddings",
+                   "position_embeddings.weight", "mask_token", "register_tokens", "distillation_token")
 
 
 def is_scale_parameter(model: nn.Module, name: str) -> bool:
@@ -34,7 +38,7 @@ def is_no_decay_parameter(model: nn.Module, name: str, param: torch.Tensor, deca
     """Whether parameter ``name`` of ``model`` is trained without weight decay.
 
     No decay for: LayerScale-family scales (unless ``decay_scales=True``), every other 1-D parameter (norm weights,
-    biases), class / distillation / register tokens and position embeddings — the rule of timm's optimizer factory
+    biases), class / distillation / register / mask tokens and position embeddings (:data:`_NO_DECAY_NAMES`) — the rule of timm's optimizer factory
     that the official CaiT code trained with — and the parameters a module lists in its ``no_weight_decay_names``.
     """
     is_scale = is_scale_parameter(model, name)

@@ -193,9 +193,9 @@ class Trainer:
         run, state = self.config.run, self.state
         self.train_sampler.set_epoch(state.epoch, start=state.batch_in_epoch * self.per_rank_batch)
         self.train_loader.generator.manual_seed(run.seed + state.epoch)  # worker seeds, when there are workers
+        if self._should_stop():
+            return
         for x, y in self.train_loader:
-            if state.step >= self.stop_step or self.early_stopping.stopped:
-                return
             x = x.to(self.ctx.device, non_blocking=True)
             y = y.to(self.ctx.device, non_blocking=True)
             self.batch = (x, y)
@@ -221,6 +221,11 @@ class Trainer:
                 self.evaluate(test=True)
             if run.checkpoint_every_steps and state.step % run.checkpoint_every_steps == 0:
                 self.checkpoint()
+            if self._should_stop():  # before the loader draws the next batch: its augmentation takes random numbers
+                return                # the pause's checkpoint must not have spent
+
+    def _should_stop(self) -> bool:
+        return self.state.step >= self.stop_step or self.early_stopping.stopped
 
     def _train_step(self, x: torch.Tensor, y: torch.Tensor) -> bool:
         """One optimizer step; ``False`` when it was skipped as non-finite (``on_nonfinite: skip``)."""
