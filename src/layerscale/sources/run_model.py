@@ -30,7 +30,7 @@ from typing import Any
 from torch import nn
 from torch.utils.data import Dataset
 
-__all__ = ["RunModel", "load_run_model", "load_eval_data"]
+__all__ = ["RunModel", "check_trained_model", "load_run_model", "load_eval_data"]
 
 
 @dataclass
@@ -109,7 +109,7 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
         raise ValueError(f"model {cfg.model.name!r}: {str(exc).splitlines()[0]}") from None
     if is_checkpoint_dir:
         weights, state = load_checkpoint(weights_path)
-        _check_trained_model(weights_path, state, model)
+        check_trained_model(weights_path, state, model)
     else:
         weights = read_state_dict_file(weights_path).tensors
     check_same_architecture(weights_path, weights, model.state_dict())
@@ -118,7 +118,7 @@ def load_run_model(source: str | os.PathLike, config: str | os.PathLike | None =
     return RunModel(model.eval(), cfg, weights_path, model_args, data)
 
 
-def _check_trained_model(checkpoint: Path, state: dict[str, Any], model: nn.Module) -> None:
+def check_trained_model(checkpoint: Path, state: dict[str, Any], model: nn.Module) -> None:
     """``ValueError`` when the checkpoint's training state records a model (its name and arguments) that computes
     another function with these weights than ``model``, built from the config (another config given for a run's
     checkpoint): keys and shapes cannot show a head count, residual method or norm ε."""

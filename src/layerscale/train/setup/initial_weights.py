@@ -16,11 +16,14 @@ def load_initial_weights(model: nn.Module, source: str | os.PathLike) -> tuple[i
     ``model``, which must have exactly their keys and shapes; record on it the new blocks that a model folder
     written by ``layerscale grow`` lists, and return them (``None`` when there are none). A model folder of ours
     must also describe, in its ``config.json``, a model that computes the same function with these weights
-    (head count, residual method, norm ε, pooling: :mod:`layerscale.interop.settings`), else ``ValueError``
-    naming each setting that differs."""
+    (head count, residual method, norm ε, pooling: :mod:`layerscale.interop.settings`), and so must the model a
+    run's checkpoint records in its training state (a run or checkpoint directory), else ``ValueError`` naming each
+    setting that differs. Weights that are not finite are refused."""
     from ...checkpoint_io import read_state_dict_file
+    from ...sources.run_model import check_trained_model
     from ...surgery.growth.new_blocks import read_new_blocks, record_new_blocks
-    from ..state.checkpoint import check_same_architecture
+    from ...weight_checks import check_finite_tensors
+    from ..state.checkpoint import STATE_FILE, check_same_architecture, load_checkpoint
     from ..state.run_paths import weights_file
 
     path = Path(source)
@@ -29,9 +32,17 @@ def load_initial_weights(model: nn.Module, source: str | os.PathLike) -> tuple[i
     if path.is_dir():
         _check_folder_settings(path, model)
     file = weights_file(path)
-    loaded = read_state_dict_file(file)
-    check_same_architecture(file, loaded.tensors, model.state_dict())
-    model.load_state_dict(loaded.tensors)
+    if path.is_dir() and os.path.lexists(file.parent / STATE_FILE):  # a run's checkpoint: what model it trained
+        tensors, state = load_checkpoint(file.parent)
+        try:
+            check_trained_model(file.parent, state, model)
+        except ValueError as exc:
+            raise ValueError(f"config key run.init_from: {exc}") from None
+    else:
+        tensors = read_state_dict_file(file).tensors
+    check_same_architecture(file, tensors, model.state_dict())
+    check_finite_tensors(tensors, str(file))
+    model.load_state_dict(tensors)
     new = read_new_blocks(path) if path.is_dir() else None
     if new is not None:
         record_new_blocks(model, list(new))
