@@ -111,3 +111,15 @@ def test_early_stopping_rule():
     restored = EarlyStopping(patience=1, mode="min")
     restored.load_state_dict(loss.state_dict())
     assert restored.stopped and restored.best == 1.5
+
+
+def test_a_diagnostics_record_carries_the_epoch_of_its_own_step(tmp_path):
+    """The diagnostics callback writes at the optimizer's post-hook, before the trainer counts the step: its
+    record's epoch was one step behind the train record of the same step."""
+    config = tiny_config(run={"log_every_steps": 1}, diagnostics={"every": 1})
+    run(config, out=tmp_path / "r")
+    records = read_metrics(tmp_path / "r" / "metrics.jsonl")
+    train = {r["step"]: r["epoch"] for r in records if r.get("split") == "train" and "event" not in r}
+    diagnostics = {r["step"]: r["epoch"] for r in records if r.get("split") == "diagnostics"}
+    assert len(diagnostics) >= 10 and set(diagnostics) <= set(train)
+    assert {step: train[step] for step in diagnostics} == diagnostics

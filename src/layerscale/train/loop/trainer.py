@@ -128,16 +128,21 @@ class Trainer:
 
     def log(self, record: dict[str, Any]) -> None:
         """Write ``record`` to ``metrics.jsonl`` / TensorBoard (rank 0 only); ``step``, ``epoch`` and ``time`` are
-        filled in when absent."""
-        full = {"step": self.state.step, "epoch": self._epoch_progress(), "time": round(self._elapsed(), 3)}
+        filled in when absent (``epoch`` that of the record's own ``step`` when it has one: a callback writing at
+        its optimizer step's post-hook does so before the trainer counts the step)."""
+        step = record.get("step", self.state.step)
+        full = {"step": step, "epoch": self._epoch_progress(step if isinstance(step, int) else self.state.step),
+                "time": round(self._elapsed(), 3)}
         full.update(record)
         self.metrics.write(full)
 
     def _elapsed(self) -> float:
         return self.state.elapsed + time.perf_counter() - self._start
 
-    def _epoch_progress(self) -> float:
-        return round(self.state.epoch + self.state.batch_in_epoch / self.steps_per_epoch, 4)
+    def _epoch_progress(self, step: int) -> float:
+        """Epochs done after ``step`` optimizer steps (fractional), counted from the trainer's position."""
+        batches = self.state.batch_in_epoch + step - self.state.step
+        return round(self.state.epoch + batches / self.steps_per_epoch, 4)
 
     def _amp(self):
         if not self._autocast:
@@ -349,7 +354,8 @@ class Trainer:
         record["samples"] = int(sums[2].item())
         self.log(record)
         shown = {k: v for k, v in record.items() if k in ("loss", "accuracy", "perplexity")}
-        self._emit(f"{'test' if test else 'eval'}  step {self.state.step}  epoch {self._epoch_progress():g}  "
+        epoch = self._epoch_progress(self.state.step)
+        self._emit(f"{'test' if test else 'eval'}  step {self.state.step}  epoch {epoch:g}  "
                    + "  ".join(f"{k} {v:.4f}" for k, v in shown.items()))
         if test:
             if per_example and self.ctx.is_main:
