@@ -64,3 +64,17 @@ def test_the_merged_model_computes_what_the_adapted_one_did_and_keeps_its_layout
     for name, param in merged.named_parameters():
         if name.endswith(".layer_scale"):
             assert torch.equal(param.detach(), gammas[name])
+
+
+def test_plain_peft_merges_a_scaled_layer_into_another_function():
+    """What docs/ecosystem.md warns of: peft's own get_peft_model / merge_and_unload on the unsplit layers."""
+    from peft import LoraConfig, get_peft_model
+
+    wrapped = get_peft_model(_llama(True), LoraConfig(r=4, lora_alpha=8.0, target_modules=["o_proj", "down_proj"]))
+    _random_adapters(wrapped)
+    tokens = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(2))
+    wrapped.eval()
+    with torch.no_grad():
+        adapted = wrapped(tokens).logits
+        merged = wrapped.merge_and_unload().eval()(tokens).logits
+    assert (merged - adapted).abs().max() > 1e-2
