@@ -123,3 +123,13 @@ def test_a_diagnostics_record_carries_the_epoch_of_its_own_step(tmp_path):
     diagnostics = {r["step"]: r["epoch"] for r in records if r.get("split") == "diagnostics"}
     assert len(diagnostics) >= 10 and set(diagnostics) <= set(train)
     assert {step: train[step] for step in diagnostics} == diagnostics
+
+
+def test_a_diagnostics_callback_passed_from_python_replaces_the_configs(tmp_path):
+    """docs/diagnostics.md's example passes DiagnosticsCallback(every=20) to run(): with the config's monitor on by
+    default, two monitors wrote two records for step 1."""
+    from layerscale.diagnostics.callback import DiagnosticsCallback
+
+    run(tiny_config(optim={"max_steps": 20}), out=tmp_path / "r", callbacks=[DiagnosticsCallback(every=20)])
+    steps = [r["step"] for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r.get("split") == "diagnostics"]
+    assert steps == [1, 20]

@@ -53,7 +53,8 @@ from .state.train_state import check_position
 from .state.train_state_fit import check_state_fits
 from .loop.trainer import Trainer
 
-__all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model"]
+__all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "train_built_model",
+           "with_config_monitor"]
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -159,6 +160,17 @@ def _new_run_dir(config: TrainConfig, ctx: DistContext) -> Path:
         raise FileExistsError(f"{run_dir}: run directory already exists and is not empty; continue it with "
                               f"--resume {run_dir} or choose another --out")
     return check_writable_dir(run_dir)  # a folder that refuses files: one line now, not a traceback later
+
+
+def with_config_monitor(callbacks: Sequence[Callback], monitor: Callback | None) -> list[Callback]:
+    """``callbacks`` and ``monitor``, the diagnostics callback the config's ``diagnostics`` section builds, unless
+    the caller passed a :class:`~layerscale.diagnostics.callback.DiagnosticsCallback` of its own: that one replaces
+    the config's (two monitors would write two diagnostics records for each recorded step)."""
+    from ..diagnostics.callback import DiagnosticsCallback
+
+    if monitor is None or any(isinstance(c, DiagnosticsCallback) for c in callbacks):
+        return list(callbacks)
+    return [*callbacks, monitor]
 
 
 def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module, data: TrainData, run_dir: Path,

@@ -46,6 +46,7 @@ from .run_core import (
     _resolve_resume,
     distributed_run,
     train_built_model,
+    with_config_monitor,
 )
 
 __all__ = ["CONFIG_FILE", "SUMMARY_FILE", "TrainResult", "distributed_run", "run"]
@@ -178,5 +179,5 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         if monitor is not None and any(getattr(m, "stream_mix1", None) is not None for m in model.modules()):
             monitor = None  # multi-stream residuals (hc, hc_static, mhc): the block diagnostics refuse them
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,
-                                 [*callbacks, *([monitor] if monitor else [])], model_args,
+                                 with_config_monitor(callbacks, monitor), model_args,
                                  dump_config(cfg.to_dict()))

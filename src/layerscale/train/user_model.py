@@ -58,6 +58,7 @@ from .run_core import (
     _resolve_resume,
     distributed_run,
     train_built_model,
+    with_config_monitor,
 )
 
 __all__ = ["USER_MODEL_PREFIX", "model_identifier", "run_user_model"]
@@ -227,4 +228,4 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
         data = TrainData(kind, train.dataset, evaluation.dataset if evaluation else None, {}, description,
                          loss_fn=loss_fn, collate_fn=train.collate_fn)
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,
-                                 [*callbacks, *([monitor] if monitor else [])], {}, _config_text(cfg))
+                                 with_config_monitor(callbacks, monitor), {}, _config_text(cfg))
