@@ -42,6 +42,11 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _by_preset(presets, value) -> str:
+    """``"demo: x, fashion: y, ..."``: ``value(spec)`` of each preset, for a help line that stays true."""
+    return ", ".join(f"{name}: {value(preset.spec)}" for name, preset in sorted(presets.items()))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .design.presets import PRESETS
 
@@ -52,10 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", type=_csv_list, help="comma-separated residual methods (see layerscale models)")
     parser.add_argument("--depths", type=_int_list, help="comma-separated block counts, e.g. 12,24,48")
     parser.add_argument("--seeds", type=int, help="reported seeds per cell (seeds 0 .. N-1); >= 3 for a result "
-                                                  "worth publishing")
+                                                  "worth publishing. The primary family's cells get --primary-seeds "
+                                                  "when that is more")
     parser.add_argument("--lrs", type=_float_list, metavar="LR,LR,...",
                         help="learning rates to tune over, per method and depth, on the validation split "
-                             "(successive halving), e.g. 3e-4,1e-3,3e-3; one value: no tuning")
+                             "(--tuning), e.g. 3e-4,1e-3,3e-3; one value: no tuning")
     parser.add_argument("--lr", type=float, help="the shared learning rate (the table every method gets at one "
                                                  "rate; also the rate of an untuned study)")
     parser.add_argument("--validation-fraction", type=float,
@@ -69,9 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "accuracy in %% (text: bits per byte)")
     parser.add_argument("--tuning", choices=("halving", "grid"),
                         help="how each cell's rate is chosen on the validation split: 'halving' (successive halving "
-                             "with --tune-seeds seeds from --min-budget of the budget; default) or 'grid' (every "
-                             "rate x every reported seed at the full budget, chosen by mean validation score); "
-                             "ties (within one standard error) go to the shared rate")
+                             "with --tune-seeds seeds from --min-budget of the budget) or 'grid' (every rate x every "
+                             "reported seed at the full budget, chosen by mean validation score); ties (within one "
+                             "standard error) go to the shared rate. Default: the preset's ("
+                             + _by_preset(PRESETS, lambda spec: spec.tuning if spec.tuned else "untuned") + ")")
     parser.add_argument("--tune-seeds", type=int, help="halving: tuning seeds per rate, scored by their mean "
                                                        "(default 2)")
     parser.add_argument("--min-budget", type=float, help="halving: share of the budget of the first rung "
@@ -90,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "every method at the deepest depth; 'none': no primary family, every comparison "
                              "exploratory. Everything else is Benjamini-Hochberg-adjusted")
     parser.add_argument("--primary-seeds", type=int, metavar="N",
-                        help="seeds 0 .. N-1 for the cells the primary family compares (the others keep --seeds)")
+                        help="seeds 0 .. N-1 for the cells the primary family compares (the others keep --seeds); "
+                             "default: the preset's (" + _by_preset(PRESETS, lambda spec: spec.primary_seeds or "none") + ")")
     parser.add_argument("--bootstrap", type=int, metavar="N",
                         help="add a two-level bootstrap interval (seeds x test examples, N draws) beside the "
                              "t-interval of each primary comparison (default 0: none)")

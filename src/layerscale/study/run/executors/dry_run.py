@@ -67,7 +67,10 @@ def describe_plan(spec: StudySpec, study_dir: Path, total_steps: int, data_descr
     if spec.tuned and spec.tuning == "grid":
         finals = spec.final_runs(study_dir, {cell: spec.shared_lr for cell in spec.cells()},
                                  every_rate={cell: tuple(spec.lrs) for cell in spec.cells()})
-        lines.append(f"rate grid: every rate of every cell x seeds {list(spec.seeds)} at the full budget: "
+        extra = (f" (seeds 0 .. {spec.primary_seeds - 1} in the primary family's cells "
+                 f"{', '.join(f'{m}@{d}' for m, d in sorted(spec.primary_cells()))}: --primary-seeds)"
+                 if spec.primary_seeds and spec.primary_seeds > len(spec.seeds) else "")
+        lines.append(f"rate grid: every rate of every cell x seeds {list(spec.seeds)}{extra} at the full budget: "
                      f"{len(finals)} run(s) (the cell's rate is chosen by their validation scores)")
         lines += [f"  final  {r.run_id:<36} {'done' if is_done(r) else 'to run'}  {r.run_dir}" for r in finals]
         if spec.extend_grid:
