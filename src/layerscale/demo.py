@@ -22,22 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar (none is drawn anyway when stderr is not a terminal)")
 
 
-#: what the demo's study imports, by module: (the package pip installs, the extra that brings it)
-NEEDED = {"sklearn": ("scikit-learn", "data"), "yaml": ("pyyaml", "train"), "safetensors": ("safetensors", "train"),
-          "scipy": ("scipy", "stats")}
-
-
 def missing_extras() -> str | None:
     """One line naming every package the demo needs and cannot import, with the one ``pip install`` that brings
-    them all (``None`` when nothing is missing): a torch-only install learns it once, not one package a run."""
-    from importlib.util import find_spec
+    them all (``None`` when nothing is missing): a torch-only install learns it once, not one package a run. The
+    demo's study, report included (:mod:`layerscale.study.design.needed_packages`)."""
+    from .study.design.needed_packages import missing_packages_line
+    from .study.design.presets import get_preset
 
-    missing = {module: need for module, need in NEEDED.items() if find_spec(module) is None}
-    if not missing:
-        return None
-    extras = sorted({extra for _, extra in missing.values()})
-    return (f"the demo needs {', '.join(package for package, _ in missing.values())}, not installed here: "
-            f"pip install 'torch-layerscale[{','.join(extras)}]'")
+    return missing_packages_line("the demo", get_preset("demo").spec.base)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -135,7 +135,7 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
               executor: ExecutorOptions | None = None, reuse_from: str | os.PathLike | None = None,
               start_window: float | None = None, log=print) -> StudySummary:
     """Run (or continue) the study in ``study_dir``; write ``results.md``, ``results.csv``, ``runs.csv``,
-    ``stability.csv``, ``tuning.json`` and, with ``report`` and matplotlib installed, ``report.html``. Returns what
+    ``stability.csv``, ``tuning.json`` and, with ``report``, ``report.html``. Returns what
     it found; runs that failed are in ``failures`` (the others went on). ``train=False`` trains nothing: the tables
     and report of what the run folders hold so far (a cell whose tuning is unfinished has no tuned rate yet). ``executor``: where the
     runs execute (:mod:`layerscale.study.run.executors`; default: as saved in ``study.json``, else the local pool);
@@ -143,8 +143,15 @@ def run_study(spec: StudySpec, study_dir: str | os.PathLike, *, jobs: int | None
     ``reuse_from``: an earlier study folder whose finished runs the design can reuse (:mod:`.reuse`).
     ``start_window``: seconds from now during which runs may start (local executor): after it none starts, those
     in progress end, and the study is summarised as it stands, exactly as with ``train=False`` (the runs not started
-    stay pending for the next call)."""
+    stay pending for the next call). A package it needs and cannot import (``missing_packages_line``: PyYAML,
+    safetensors, NumPy, SciPy, the data's reader, matplotlib for the report) is one ``ImportError`` naming them all,
+    before anything is written."""
+    from .design.needed_packages import missing_packages_line
+
     study_dir = Path(study_dir)
+    missing = missing_packages_line("layerscale study", spec.base, train=train, report=report)
+    if missing:  # before anything is written or trained: not one failed run after another
+        raise ImportError(missing)
     check_study_paths(study_dir, reuse_from if train else None)
     if train:  # a packed study (runs.tar.xz, no runs/) would otherwise start over
         refuse_packed(study_dir, "training")
