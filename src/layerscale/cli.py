@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"layerscale {args.command}: error: {one_line(unrecognized(extras, parser, args.command))}",
               file=sys.stderr)
         return 2
+    from .terminal import pipe_safe
+
+    stdout, sys.stdout = sys.stdout, pipe_safe(sys.stdout)  # `layerscale convert A B | head -3` still writes B
     try:
         return int(args._run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as exc:
@@ -119,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"layerscale {args.command}: error: {one_line(os_error_line(exc))}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":
