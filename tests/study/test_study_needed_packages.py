@@ -47,3 +47,4 @@ def test_the_demo_asks_for_matplotlib_too(monkeypatch):
     _without(monkeypatch, "matplotlib")
     assert demo.missing_extras() == ("the demo needs matplotlib, not installed here: "
                                      "pip install 'torch-layerscale[plots]'")
+

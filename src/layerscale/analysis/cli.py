@@ -90,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
     from .outputs.paper_outputs import analysis_paper_files, write_files
     from .outputs.report import analysis_page
 
+    from ..diagnostics.plots import require_matplotlib
+
     check_data_options(args)
+    require_matplotlib()  # the page's figures: before the passes over the data, not after them
     depth_options = analyze_depth_options(args)
     if not 2 <= args.bootstrap <= 10_000:  # (B, examples) counts held at once: 10,000 x 10,000 are 0.8 GB
         raise ValueError(f"--bootstrap {args.bootstrap}: expected an int in [2, 10000] (bootstrap replicates)")

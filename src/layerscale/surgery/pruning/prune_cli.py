@@ -115,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
     chosen = _parse_blocks(args.blocks) if args.blocks is not None else None
     if chosen is None and not criteria:
         raise ValueError("say which blocks to remove: --by CRITERION with --remove N, or --blocks i,j")
+    if criteria:  # the comparison's paper figures: before the model and data are read and scored, not after
+        from ...diagnostics.plots import require_matplotlib
+
+        require_matplotlib()
     if chosen is None and args.remove is None:
         raise ValueError("--by needs --remove N, the number of blocks to remove")
     if args.remove is not None and args.remove < 1:
