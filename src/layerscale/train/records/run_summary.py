@@ -53,7 +53,8 @@ def _best_accuracy(run_dir: Path, final: dict[str, Any]) -> tuple[float, int] | 
 
 def final_line(result: Any, wall_seconds: float) -> str:
     """One line: ``done in T: step N, final accuracy A (best B at step S), P parameters; checkpoint C; next:
-    layerscale report RUN_DIR --out RUN_DIR/report.html``."""
+    layerscale report RUN_DIR --out RUN_DIR/report.html`` (naming the ``plots`` extra when matplotlib, which the
+    report draws with, is not installed)."""
     parts = [f"done in {format_duration(wall_seconds)}: step {result.step}"]
     metrics = result.metrics or {}
     accuracy = metrics.get("accuracy")
@@ -71,8 +72,11 @@ def final_line(result: Any, wall_seconds: float) -> str:
         parts.append(f"{count:,} parameters")
     run_dir = shlex.quote(str(result.run_dir))
     report = shlex.quote(str(Path(result.run_dir) / "report.html"))
+    import importlib.util
+
+    plots = "" if importlib.util.find_spec("matplotlib") else " (needs pip install 'torch-layerscale[plots]')"
     return (", ".join(parts) + f"; checkpoint {result.checkpoint}; next: layerscale report {run_dir} "
-            f"--out {report}")
+            f"--out {report}{plots}")
 
 
 def warmup_warning(warmup_steps: int, total_steps: int) -> str | None:
