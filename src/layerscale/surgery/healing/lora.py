@@ -56,20 +56,6 @@ def _conv1d_types() -> tuple[type, ...]:
     return loaded_classes("transformers.pytorch_utils", "Conv1D")
 
 
-def _plain_conv1d(scaled: LayerScaledConv1D) -> nn.Module:
-    """A transformers ``Conv1D`` holding ``scaled``'s weight and bias parameters (the same tensors), without γ."""
-    conv_types = _conv1d_types()
-    if not conv_types:
-        raise ValueError("cannot adapt a LayerScaledConv1D without transformers loaded (its branch is a Conv1D)")
-    conv = conv_types[0].__new__(conv_types[0])
-    nn.Module.__init__(conv)
-    conv.nf, conv.nx = scaled.nf, scaled.nx
-    conv.weight = scaled.weight
-    conv.bias = scaled.bias
-    conv.train(scaled.training)
-    return conv
-
-
 class ScaledBranch(nn.Module):
     """``layer_scale ⊙ linear(x)``: a :class:`LayerScaledLinear` or :class:`LayerScaledConv1D` split so that an
     adapter on ``linear`` (a plain ``nn.Linear``, or a transformers ``Conv1D``) acts before γ (module docstring).
@@ -78,7 +64,7 @@ class ScaledBranch(nn.Module):
     def __init__(self, scaled: LayerScaledLinear | LayerScaledConv1D) -> None:
         super().__init__()
         self.scaled_type = type(scaled)
-        self.linear = scaled.unscaled() if isinstance(scaled, LayerScaledLinear) else _plain_conv1d(scaled)
+        self.linear = scaled.unscaled()
         self.layer_scale, self.init_value = scaled.layer_scale, scaled.init_value
         self.train(scaled.training)
 

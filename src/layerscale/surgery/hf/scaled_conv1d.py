@@ -60,14 +60,26 @@ class LayerScaledConv1D(nn.Module):
     def folded(self) -> nn.Module:
         """A transformers ``Conv1D`` computing the same map: ``W ← W diag(γ)`` (columns), ``b ← γ ⊙ b``, in
         place on the shared parameters, which the returned layer keeps."""
-        conv_types = loaded_classes("transformers.pytorch_utils", "Conv1D")
-        if not conv_types:
-            raise ValueError("cannot fold a LayerScaledConv1D without transformers loaded (it restores a Conv1D)")
+        conv_type = self._conv1d_type("fold")
         with torch.no_grad():
             gamma = self.layer_scale.detach()
             self.weight.mul_(gamma.unsqueeze(0))
             self.bias.mul_(gamma)
-        conv = conv_types[0].__new__(conv_types[0])
+        return self._plain(conv_type)
+
+    def unscaled(self) -> nn.Module:
+        """A transformers ``Conv1D`` holding this layer's weight and bias parameters (the same tensors), without γ."""
+        return self._plain(self._conv1d_type("split"))
+
+    @staticmethod
+    def _conv1d_type(action: str) -> type:
+        conv_types = loaded_classes("transformers.pytorch_utils", "Conv1D")
+        if not conv_types:
+            raise ValueError(f"cannot {action} a LayerScaledConv1D without transformers loaded (it restores a Conv1D)")
+        return conv_types[0]
+
+    def _plain(self, conv_type: type) -> nn.Module:
+        conv = conv_type.__new__(conv_type)
         nn.Module.__init__(conv)
         conv.nf, conv.nx = self.nf, self.nx
         conv.weight = self.weight
