@@ -24,6 +24,11 @@ tail ``1 − F`` lost relative precision far in the tail (up to 4e-5 relative at
 tables were rebuilt with SciPy's values that day: their CSV values moved by at most 5.5e-11 relative, and no
 printed number or verdict changed (docs/study.md, "Reading the numbers").
 
+Values equal up to floating-point rounding have no spread: accuracies are multiples of 0.01 %, and a per-seed
+difference of two of them that is the same on every seed (1.31 three times) comes out of the subtraction differing
+in the 14th digit. A standard deviation at most :data:`ROUNDING` (1e-9) times the values' magnitude (at least 1) is
+that noise and is taken as 0 (:func:`spread`): the row says "no spread" and has no p-value, instead of a t of 1e14.
+
 Two cells that share no pairing (the same method at two depths: different models, so a seed does not pair them)
 are compared by Welch's interval of the difference of their means, ``x̄₁ − x̄₂ ± t_{(1+level)/2, ν} · SE`` with
 ``SE² = s₁²/n₁ + s₂²/n₂`` and the Welch–Satterthwaite degrees of freedom
@@ -38,11 +43,20 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-__all__ = ["Interval", "MIN_VALUES_FOR_INTERVAL", "mean_interval", "paired_interval", "p_value", "t_quantile",
-           "t_sf", "welch_interval", "within_range"]
+__all__ = ["Interval", "MIN_VALUES_FOR_INTERVAL", "ROUNDING", "mean_interval", "paired_interval", "p_value",
+           "spread", "t_quantile", "t_sf", "welch_interval", "within_range"]
 
 #: fewer values than this get no t-interval (their values are printed instead)
 MIN_VALUES_FOR_INTERVAL = 3
+#: a spread at most this share of the values' magnitude (at least 1) is floating-point rounding, i.e. none
+ROUNDING = 1e-9
+
+
+def spread(values: Sequence[float]) -> float:
+    """The sample standard deviation of ``values`` (two or more; divisor ``n − 1``), ``0.0`` when it is at most
+    :data:`ROUNDING` times the largest ``|value|`` (at least 1): values equal up to rounding (module docstring)."""
+    std = statistics.stdev(values)
+    return 0.0 if std <= ROUNDING * max(1.0, max(abs(v) for v in values)) else std
 
 
 def t_sf(t: float, df: float) -> float:
@@ -106,9 +120,9 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval | No
         return None
     mean = statistics.fmean(values)
     if len(values) < MIN_VALUES_FOR_INTERVAL:
-        std = statistics.stdev(values) if len(values) > 1 else None
+        std = spread(values) if len(values) > 1 else None
         return Interval(mean, None, None, len(values), std, level, values=values)
-    std = statistics.stdev(values)
+    std = spread(values)
     half = t_quantile((1.0 + level) / 2.0, len(values) - 1) * std / math.sqrt(len(values))
     return Interval(mean, mean - half, mean + half, len(values), std, level, values=values)
 

@@ -34,6 +34,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .intervals import ROUNDING
+
 __all__ = ["RateWindow", "rate_window", "seed_spread", "spread_interval", "SpreadRatio", "spread_ratio",
            "pitman_morgan", "loss_spikes"]
 
@@ -94,8 +96,8 @@ def spread_ratio(values: Mapping[int, float], reference: Mapping[int, float], dr
                  level: float = 0.95) -> SpreadRatio:
     """``seed_spread(values) / seed_spread(reference)`` over the seeds both have, with the percentile bootstrap
     interval of the ratio: each draw resamples the shared seeds with replacement, the same seeds for both arms.
-    Draws whose reference spread is 0 (below 1e-9 of the values: equal values up to rounding) are left out
-    (``draws`` says how many counted). ``ValueError`` with fewer
+    Draws whose reference spread is 0 (at most ``ROUNDING``, 1e-9, of the values: equal values up to rounding) are
+    left out (``draws`` says how many counted). ``ValueError`` with fewer
     than 3 shared seeds or a reference without spread."""
     import numpy as np
 
@@ -111,7 +113,7 @@ def spread_ratio(values: Mapping[int, float], reference: Mapping[int, float], dr
     sx, sy = x[index].std(axis=1, ddof=1), y[index].std(axis=1, ddof=1)
     # a draw of equal reference values has no spread, but numpy's two-pass std leaves rounding of about 1e-14 there
     # (85.63 three times), which would put ratios of 1e13 into the interval: below 1e-9 of the values, none
-    keep = sy > 1e-9 * max(1.0, float(np.abs(y).max()))
+    keep = sy > ROUNDING * max(1.0, float(np.abs(y).max()))
     ratios = sx[keep] / sy[keep]
     alpha = 1.0 - level
     low, high = np.quantile(ratios, [alpha / 2.0, 1.0 - alpha / 2.0])

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ...stats.intervals import ROUNDING
 from ...stats.multiplicity import adjust
 from ...stats.stability import (pitman_morgan, rate_window, seed_spread, spread_interval, spread_ratio)
 from ..design.grid import StudySpec, format_lr
@@ -109,7 +110,7 @@ def _ratio(values: dict[int, float], reference: dict[int, float]) -> dict:
     ratio = spread_ratio(values, reference, draws=BOOTSTRAP_DRAWS, seed=BOOTSTRAP_SEED)
     row = {"reference_spread": seed_spread([reference[s] for s in shared]), "ratio": ratio.ratio,
            "ratio_ci_low": ratio.low, "ratio_ci_high": ratio.high, "ratio_draws": ratio.draws}
-    if ratio.high - ratio.low <= 1e-9 * max(1.0, abs(ratio.high)):
+    if ratio.high - ratio.low <= ROUNDING * max(1.0, abs(ratio.high)):
         # every draw gave the same ratio: the arms move together seed for seed (one a linear function of the
         # other, e.g. 3 seeds with the same tie in both), so the resampling measures no noise and Pitman-Morgan's
         # correlation is ±1 by construction; as a zero-width interval in the accuracy tables: no test, no claim
