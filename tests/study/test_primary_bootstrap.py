@@ -1,5 +1,7 @@
 """The primary family's bootstrap interval resamples exactly the seeds of the row's t-interval, or is absent."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -58,3 +60,11 @@ def test_a_seed_without_outcomes_leaves_no_bootstrap_rather_than_one_over_the_ot
     spec, cells, finals, chosen = _setup(tmp_path, without=(missing,))
     out = with_bootstrap(spec, cells, finals, Metric.for_language_model(False), chosen)
     assert out[1].bootstrap is None
+
+
+def test_two_paired_seeds_get_no_bootstrap_as_they_get_no_t_interval(tmp_path):
+    spec, cells, finals, chosen = _setup(tmp_path)
+    two = (0, 1)
+    cells = [replace(cell, seeds=two) for cell in cells]
+    out = with_bootstrap(spec, cells, finals, Metric.for_language_model(False), chosen)
+    assert cells[1].seeds == two and out[1].bootstrap is None

@@ -10,6 +10,7 @@ from pathlib import Path
 from ...train.records.test_outcomes import read_test_outcomes
 from ..design.grid import RunSpec, StudySpec
 from .results import CellResult, Metric
+from ...stats.intervals import MIN_VALUES_FOR_INTERVAL
 from ...stats.sampling_noise import bootstrap_interval, two_level_bootstrap
 from .verdicts import PRIMARY
 
@@ -49,7 +50,7 @@ def with_bootstrap(spec: StudySpec, cells: list[CellResult], finals: list[RunSpe
         rows = [_outcomes(runs, (c.method, c.depth, c.lr, seed)) for seed in paired]
         ref_rows = [_outcomes(runs, (spec.reference_method, c.depth, ref_lr, seed)) for seed in paired]
         complete = all(r is not None and q is not None and len(r) == len(q) for r, q in zip(rows, ref_rows))
-        if len(paired) < 2 or not complete:
+        if len(paired) < MIN_VALUES_FOR_INTERVAL or not complete:  # exactly the seeds of the row's t-interval
             out.append(c)
             continue
         draws = two_level_bootstrap(rows, ref_rows, draws=spec.bootstrap, seed=0) * scale
