@@ -12,15 +12,17 @@ on the runs of one CPU kind: :mod:`evidence.confirm_cpu_kinds`) and ``results.md
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from layerscale.atomic_io import write_text_atomic
 from layerscale.stats.multiplicity import holm
-from layerscale.stats.stability import loss_spikes, pitman_morgan, seed_spread, spread_ratio
+from layerscale.stats.stability import loss_spikes, seed_spread
 from layerscale.study.report.formatting import format_interval, format_p
 from layerscale.study.report.results_table import ResultRow, read_results
-from layerscale.study.report.verdicts import ALPHA, verdict
+from layerscale.study.report.stability_table import ratio_columns, stability_verdict
+from layerscale.study.report.verdicts import verdict
 from layerscale.study.run.csv_rows import csv_text, read_rows
 
 from .confirm_cpu_kinds import MIN_SEEDS, cpu_counts, cpu_kind, read_each_run, sensitivity_rows
@@ -98,11 +100,14 @@ def primary_rows(root: Path, redo_root: Path) -> list[dict]:
 
 
 def stability_rows(root: Path) -> list[dict]:
-    """Seed spread against the reference at each folder's deepest depth, Holm within the stability family."""
+    """Seed spread against the reference at each folder's deepest depth, Holm within the stability family — by the
+    study's own rule for a row (:func:`~layerscale.study.report.stability_table.ratio_columns`): no ratio where
+    the reference has no spread, "no spread" and no test where the ratio's interval has zero width; those rows
+    stay out of Holm."""
+    from layerscale.untrusted_files import read_json_file
+
     found = []
     for name in CONFIRMED:
-        from layerscale.untrusted_files import read_json_file
-
         reference_method = read_json_file(root / name / "study.json")["reference"]
         rows = [r for r in read_results(root / name / "results.csv") if r.table == "tuned"]
         deepest = max(r.depth for r in rows)
@@ -112,17 +117,17 @@ def stability_rows(root: Path) -> list[dict]:
             if row.depth != deepest or row is reference:
                 continue
             values = row.test_by_seed()
-            ratio = spread_ratio(values, ref_values, draws=BOOTSTRAP_DRAWS, seed=BOOTSTRAP_SEED)
+            columns = ratio_columns(values, ref_values)
             found.append({"study": name, "method": row.method, "depth": deepest,
                           "n": len(set(values) & set(ref_values)),
                           "spread": seed_spread(list(values.values())),
-                          "reference_spread": seed_spread(list(ref_values.values())), "ratio": ratio.ratio,
-                          "low": ratio.low, "high": ratio.high, "p_raw": pitman_morgan(values, ref_values)})
-    for row, p_adj in zip(found, holm([r["p_raw"] for r in found])):
-        beyond = p_adj is not None and p_adj < ALPHA
+                          "reference_spread": seed_spread(list(ref_values.values())), "ratio": columns.get("ratio"),
+                          "low": columns.get("ratio_ci_low"), "high": columns.get("ratio_ci_high"),
+                          "p_raw": columns.get("p_raw"), "verdict": columns.get("verdict", "")})
+    tested = [row for row in found if row["p_raw"] is not None]
+    for row, p_adj in zip(tested, holm([r["p_raw"] for r in tested])):
         row["p_adj"] = p_adj
-        row["verdict"] = ("steadier" if beyond and row["high"] < 1 else
-                          "less steady" if beyond and row["low"] > 1 else "within noise")
+        row["verdict"] = stability_verdict(row["ratio"], row["low"], row["high"], p_adj)
     return found
 
 
@@ -137,14 +142,17 @@ def _train_losses(metrics: Path) -> list[float]:
 
 def spike_counts(folder: Path, losses: dict[str, list[float]]) -> dict[tuple[str, int], tuple[int, int, int, int]]:
     """Per cell ``(method, depth)``: ``(runs, diverged runs, spikes in all, runs with a spike)``, from each run's
-    training-loss record (``losses``: run id -> the series, :func:`_train_losses`)."""
+    training-loss record (``losses``: run id -> the series, :func:`_train_losses`). A run diverged when the study
+    marked it so or its training loss was not finite at some record (the design's rule, as the study's own
+    stability table counts it)."""
     cells: dict = {}
     for run in read_rows(folder / "runs.csv"):
         key = (run["method"], int(run["depth"]))
         spikes = loss_spikes(losses[run["run_id"]])
         total = cells.get(key, (0, 0, 0, 0))
-        cells[key] = (total[0] + 1, total[1] + (run["status"] == "diverged"), total[2] + len(spikes),
-                      total[3] + bool(spikes))
+        series = losses[run["run_id"]]
+        diverged = run["status"] == "diverged" or not all(math.isfinite(v) for v in series)  # the design's rule
+        cells[key] = (total[0] + 1, total[1] + diverged, total[2] + len(spikes), total[3] + bool(spikes))
     return cells
 
 
@@ -188,9 +196,9 @@ def _markdown(primary: list[dict], stability: list[dict], spikes: dict, cpu: lis
               "| study | method | depth | spread | reference | ratio [95 % bootstrap] | Pitman–Morgan p | Holm p | "
               "verdict |", "|---|---|---|---|---|---|---|---|---|"]
     for r in stability:
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
         lines.append(f"| {r['study']} | {r['method']} | {r['depth']} | {r['spread']:.2f} | {r['reference_spread']:.2f} "
-                     f"| {r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}] | {format_p(r['p_raw'])} | "
-                     f"{format_p(r['p_adj'])} | {r['verdict']} |")
+                     f"| {ratio} | {format_p(r['p_raw'])} | {format_p(r.get('p_adj'))} | {r['verdict']} |")
     lines += ["", "## Divergences and loss spikes (descriptive)", "",
               "| study | method | depth | runs | diverged | spikes | runs with a spike |", "|---|---|---|---|---|---|---|"]
     for (study, method, depth), (runs, diverged, total, with_spike) in sorted(spikes.items()):

@@ -173,3 +173,36 @@ def test_a_run_without_a_recorded_cpu_is_unrecorded(tmp_path):
     assert cpu_kind(tmp_path) == UNRECORDED  # no capability
     (tmp_path / "summary.json").write_text(json.dumps({"environment": EPYC}))
     assert cpu_kind(tmp_path) == "AMD EPYC, AVX2"
+
+
+def test_a_run_with_a_non_finite_loss_counts_as_diverged(tmp_path):
+    """The design counts "a run the study marks diverged, or a non-finite training loss"; the report counted only
+    the status."""
+    from evidence.confirm_report import spike_counts
+
+    folder = tmp_path / "fashion"
+    runs = [{"run_id": f"r{i}", "kind": "final", "method": "rezero", "depth": 48, "lr": 0.001, "seed": i,
+             "status": "finished"} for i in range(3)]
+    _write_csv(folder / "runs.csv", runs, ["run_id", "kind", "method", "depth", "lr", "seed", "status"])
+    losses = {"r0": [2.3, 2.1, 1.9], "r1": [2.3, 2.1, float("nan"), 1.9], "r2": [2.3, float("inf")]}
+    assert spike_counts(folder, losses)[("rezero", 48)][:2] == (3, 2)
+
+
+def test_the_stability_family_follows_the_studys_rules_for_rows_without_a_test(tmp_path):
+    """A reference without spread gives no ratio; a ratio whose bootstrap interval has zero width is "no spread";
+    neither enters Holm (the report called spread_ratio and Pitman-Morgan on them directly)."""
+    from evidence.confirm_report import stability_rows
+
+    flat = [85.0] * 10
+    base = [85.0, 85.4, 84.8, 85.2, 85.1, 84.9, 85.3, 85.0, 84.7, 85.2]
+    _study(tmp_path, "fashion", 48, {"prenorm": flat, "layerscale": base}, {"layerscale": "better"})
+    _study(tmp_path, "depthbench", 32, {"prenorm": base, "hc": [2 * v - 80 for v in base],
+                                        "mhc": [v + 3.0 * (i % 2) for i, v in enumerate(base)]},
+           {"hc": "better", "mhc": "better"})
+    rows = {(r["study"], r["method"]): r for r in stability_rows(tmp_path / "confirm")}
+    no_reference = rows[("fashion", "layerscale")]
+    assert no_reference["ratio"] is None and no_reference["p_raw"] is None and "p_adj" not in no_reference
+    linear = rows[("depthbench", "hc")]  # twice the reference's deviations, seed for seed: every draw gives 2
+    assert linear["verdict"] == "no spread" and linear["p_raw"] is None and "p_adj" not in linear
+    tested = rows[("depthbench", "mhc")]
+    assert tested["p_adj"] == pytest.approx(tested["p_raw"])  # alone in its Holm family

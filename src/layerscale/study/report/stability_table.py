@@ -40,7 +40,7 @@ from ..design.metric import Metric
 from .verdicts import ALPHA, PRIMARY, EXPLORATORY, primary_key
 
 __all__ = ["STABILITY_FILE", "FIELDS", "BOOTSTRAP_DRAWS", "BOOTSTRAP_SEED", "NO_SPREAD", "window_tolerance",
-           "stability_rows", "stability_verdict", "stability_table_lines", "stability_lines"]
+           "ratio_columns", "stability_rows", "stability_verdict", "stability_table_lines", "stability_lines"]
 
 STABILITY_FILE = "stability.csv"
 BOOTSTRAP_DRAWS, BOOTSTRAP_SEED = 2000, 0
@@ -101,9 +101,11 @@ def _spread(values: dict[int, float]) -> dict:
     return row
 
 
-def _ratio(values: dict[int, float], reference: dict[int, float]) -> dict:
-    """The ratio columns against the reference, or none where they cannot be formed (fewer than 3 shared seeds, a
-    reference without spread)."""
+def ratio_columns(values: dict[int, float], reference: dict[int, float]) -> dict:
+    """The ratio columns against the reference (``reference_spread``, ``ratio``, ``ratio_ci_low`` /
+    ``ratio_ci_high``, ``ratio_draws``, and ``p_raw`` of Pitman–Morgan's test, or ``verdict`` :data:`NO_SPREAD`
+    for a zero-width interval: no test), or none where they cannot be formed (fewer than 3 shared seeds, a reference
+    without spread). The rule of every stability family: the study's table and the confirmatory report."""
     shared = sorted(set(values) & set(reference))
     if len(shared) < 3 or seed_spread([reference[s] for s in shared]) == 0:
         return {}
@@ -141,7 +143,7 @@ def stability_rows(spec: StudySpec, results: list, cells: list, rates: dict[tupl
         values = per_seed(cell)
         row.update(_spread(values))
         if method != spec.reference_method:
-            row.update(_ratio(values, per_seed(tuned.get((spec.reference_method, depth)))))
+            row.update(ratio_columns(values, per_seed(tuned.get((spec.reference_method, depth)))))
             if row.get("p_raw") is not None:
                 row["family"] = PRIMARY if (method, depth) in primary else EXPLORATORY
         ran = [r for r in by_run.values() if r.method == method and r.depth == depth
