@@ -4,7 +4,8 @@ A study's **primary family** is fixed in its design (``StudySpec.primary``; defa
 reference at the deepest depth, tuned table): a few comparisons chosen before the runs, adjusted by Holm so that
 the chance of any false verdict among them is at most 5 %. **Everything else** — every other method-against-
 reference cell of both tables, every depth gain and every depth-use interaction — is one exploratory family
-adjusted by Benjamini–Hochberg (at most 5 % of its "better" / "worse" verdicts expected false). Each distinct
+adjusted by Benjamini–Hochberg (at most 5 % of its "better" / "worse" verdicts expected false, for independent or
+positively dependent tests: Benjamini & Yekutieli 2001). Each distinct
 comparison counts once: a shared-table row that repeats the tuned row's runs (issue 60) is named as such and takes
 that row's verdict. Raw p-values are the
 two-sided t-tests of the intervals shown (:func:`layerscale.stats.intervals.p_value`); the intervals themselves are
