@@ -55,6 +55,17 @@ def _one_adamw_step(wrapped) -> None:
     assert all(p.abs().max() > 0 for n, p in wrapped.named_parameters() if "lora_B" in n)
 
 
+def _trained_and_merged(wrapped):
+    """``(merged model, adapted logits)`` after one adapter step; the merged model computes the adapted one."""
+    _one_adamw_step(wrapped)
+    tokens = _tokens(2)
+    with torch.no_grad():
+        adapted = wrapped(tokens).logits
+        merged = merge_lora(wrapped).eval()
+        assert torch.allclose(merged(tokens).logits, adapted, atol=1e-5)
+    return merged, adapted
+
+
 def _lora_layers(wrapped):
     return {name: module for name, module in wrapped.named_modules() if hasattr(module, "lora_A")
             and "default" in getattr(module, "lora_A", {})}
@@ -71,13 +82,9 @@ def test_plain_gpt2_adapts_every_conv1d_and_merges_exactly_into_conv1d(recwarn):
     assert sorted(config.target_modules) == sorted(f"transformer.h.{i}.{layer}" for i in range(2) for layer in LAYERS)
     layers = _lora_layers(wrapped)
     assert len(layers) == 8 and all(m.fan_in_fan_out and isinstance(m.base_layer, Conv1D) for m in layers.values())
-    _one_adamw_step(wrapped)
-    tokens = _tokens(2)
+    merged, adapted = _trained_and_merged(wrapped)
     with torch.no_grad():
-        adapted = wrapped(tokens).logits
-        merged = merge_lora(wrapped).eval()
-        assert torch.allclose(merged(tokens).logits, adapted, atol=1e-5)
-        assert not torch.allclose(_gpt2()(tokens).logits, adapted, atol=1e-3)  # the step changed the function
+        assert not torch.allclose(_gpt2()(_tokens(2)).logits, adapted, atol=1e-3)  # the step changed the function
     assert type(merged) is transformers.GPT2LMHeadModel
     for block in merged.transformer.h:
         assert all(type(block.get_submodule(layer)) is Conv1D for layer in LAYERS)
@@ -97,12 +104,7 @@ def test_layer_scaled_gpt2_adapts_before_gamma_and_merges_back_into_layer_scaled
     targets = wrapped.peft_config["default"].target_modules
     assert len([n for n in targets if n.endswith((".attn.c_proj.linear", ".mlp.c_proj.linear"))]) == 4
     assert len(targets) == 8 and wrapped.peft_config["default"].fan_in_fan_out is True
-    _one_adamw_step(wrapped)
-    tokens = _tokens(2)
-    with torch.no_grad():
-        adapted = wrapped(tokens).logits
-        merged = merge_lora(wrapped).eval()
-        assert torch.allclose(merged(tokens).logits, adapted, atol=1e-5)
+    merged, _ = _trained_and_merged(wrapped)
     assert sorted(merged.state_dict()) == keys  # LayerScaledConv1D again: its γ keys, no adapter keys
     for block in merged.transformer.h:
         assert type(block.attn.c_proj) is LayerScaledConv1D and type(block.mlp.c_proj) is LayerScaledConv1D
