@@ -38,8 +38,9 @@ def is_no_decay_parameter(model: nn.Module, name: str, param: torch.Tensor, deca
     """Whether parameter ``name`` of ``model`` is trained without weight decay.
 
     No decay for: LayerScale-family scales (unless ``decay_scales=True``), every other 1-D parameter (norm weights,
-    biases), class / distillation / register / mask tokens and position embeddings (:data:`_NO_DECAY_NAMES`) — the rule of timm's optimizer factory
-    that the official CaiT code trained with — and the parameters a module lists in its ``no_weight_decay_names``.
+    biases), class / distillation / register / mask tokens and position embeddings (:data:`_NO_DECAY_NAMES`) — the
+    rule of timm's optimizer factory that the official CaiT code trained with — and the parameters a module lists in
+    its ``no_weight_decay_names``.
     """
     is_scale = is_scale_parameter(model, name)
     owner_name, _, leaf = name.rpartition(".")

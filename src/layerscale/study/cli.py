@@ -98,7 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "exploratory. Everything else is Benjamini-Hochberg-adjusted")
     parser.add_argument("--primary-seeds", type=int, metavar="N",
                         help="seeds 0 .. N-1 for the cells the primary family compares (the others keep --seeds); "
-                             "default: the preset's (" + _by_preset(PRESETS, lambda spec: spec.primary_seeds or "none") + ")")
+                             "default: the preset's ("
+                             + _by_preset(PRESETS, lambda spec: spec.primary_seeds or "none") + ")")
     parser.add_argument("--bootstrap", type=int, metavar="N",
                         help="add a two-level bootstrap interval (seeds x test examples, N draws) beside the "
                              "t-interval of each primary comparison (default 0: none)")
