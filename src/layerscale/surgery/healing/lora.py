@@ -102,24 +102,31 @@ def _dims(layer: nn.Module) -> tuple[int, int]:
     return layer.nx, layer.nf
 
 
+def _named_targets(model: nn.Module) -> dict[str, nn.Module]:
+    """Every ``nn.Linear`` and transformers ``Conv1D`` inside the model's blocks, by full name, in one walk;
+    ``ValueError`` when there is none."""
+    blocks = {id(b) for b in block_family(model).blocks(model)}
+    conv_types = _conv1d_types()
+    found = {}
+    for name, module in model.named_modules():
+        if id(module) in blocks:
+            found.update((f"{name}.{sub}", child) for sub, child in module.named_modules()
+                         if _adaptable(child, conv_types))
+    if not found:
+        raise ValueError(f"{type(model).__name__}: no linear layer (nn.Linear or transformers Conv1D) inside its "
+                         "blocks for LoRA to adapt")
+    return found
+
+
 def lora_targets(model: nn.Module) -> list[str]:
     """Full names of every ``nn.Linear`` and transformers ``Conv1D`` inside the model's blocks (after
     :func:`add_lora` split a ``LayerScaledLinear`` / ``LayerScaledConv1D``, its ``linear``; before, the layer)."""
-    blocks = {id(b) for b in block_family(model).blocks(model)}
-    conv_types = _conv1d_types()
-    names = []
-    for name, module in model.named_modules():
-        if id(module) in blocks:
-            names.extend(f"{name}.{sub}" for sub, child in module.named_modules() if _adaptable(child, conv_types))
-    if not names:
-        raise ValueError(f"{type(model).__name__}: no linear layer (nn.Linear or transformers Conv1D) inside its "
-                         "blocks for LoRA to adapt")
-    return names
+    return list(_named_targets(model))
 
 
-def _targets(model: nn.Module) -> list[nn.Module]:
-    modules = dict(model.named_modules())
-    return [modules[name] for name in lora_targets(model)]
+def _bound(layers) -> int:
+    """The largest ``min(k, d)`` of ``layers`` (:func:`_dims`)."""
+    return max(min(_dims(layer)) for layer in layers)
 
 
 def _fan_in_fan_out(layers: list[nn.Module], model: nn.Module) -> bool:
@@ -137,7 +144,7 @@ def lora_rank_bound(model: nn.Module) -> int:
     """The largest rank a LoRA adapter on ``model`` can use: the largest ``min(in_features, out_features)``
     (``min(nx, nf)`` of a ``Conv1D``) of the layers :func:`lora_targets` names (module docstring); ``ValueError``
     when there are none."""
-    return max(min(_dims(layer)) for layer in _targets(model))
+    return _bound(_named_targets(model).values())
 
 
 def check_lora_rank(model: nn.Module, rank: int) -> int:
@@ -147,7 +154,8 @@ def check_lora_rank(model: nn.Module, rank: int) -> int:
     :func:`add_lora` and ``layerscale prune --heal lora`` call it before any work."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"--lora-rank must be an integer >= 1, got {rank!r}")
-    layers, bound = _targets(model), lora_rank_bound(model)
+    layers = list(_named_targets(model).values())
+    bound = _bound(layers)
     _fan_in_fan_out(layers, model)
     if rank > bound:
         raise ValueError(f"--lora-rank {rank}: expected at most {bound}, the largest min(in_features, out_features) of "
@@ -176,11 +184,10 @@ def add_lora(model: nn.Module, rank: int = 8, alpha: float | None = None):
         raise ImportError("LoRA healing needs peft: pip install 'torch-layerscale[lora]'") from None
     # the adapter before γ (module docstring)
     _replace_children(model, (LayerScaledLinear, LayerScaledConv1D), ScaledBranch)
-    targets = lora_targets(model)
-    modules = dict(model.named_modules())
+    targets = _named_targets(model)
     config = LoraConfig(r=rank, lora_alpha=float(alpha if alpha is not None else 2 * rank), lora_dropout=0.0,
-                        target_modules=targets, bias="none",
-                        fan_in_fan_out=_fan_in_fan_out([modules[name] for name in targets], model))
+                        target_modules=list(targets), bias="none",
+                        fan_in_fan_out=_fan_in_fan_out(list(targets.values()), model))
     return get_peft_model(model, config)
 
 
