@@ -32,7 +32,6 @@ __all__ = ["CONFIRMED", "SENSITIVITY_FIELDS", "confirmation", "primary_rows", "s
 
 #: confirmation folder name -> the redo it confirms (folders under docs/results)
 CONFIRMED = {"fashion": "fashion-grid", "depthbench": "depthbench-grid"}
-BOOTSTRAP_DRAWS, BOOTSTRAP_SEED = 2000, 0
 PRIMARY_FIELDS = ["study", "comparison", "redo_verdict", "n", "mean", "low", "high", "bootstrap_low",
                   "bootstrap_high", "p_raw", "p_adj", "verdict", "confirmation"]
 SENSITIVITY_FIELDS = ["study", "comparison", "cpu", "n", "mean", "low", "high", "p_raw", "verdict"]
