@@ -6,8 +6,10 @@ read, as the design requires, and run only when every run of both folders has en
 Inputs, per confirmed study: the confirmation folder's ``results.csv`` and ``runs.csv`` (written by
 ``layerscale study --report-only``), its runs (``runs/`` or ``runs.tar.xz``) for the training-loss records, and the
 redo's ``results.csv`` for its verdicts. Outputs in the confirmation root: ``results.csv`` (one row per primary
-comparison), ``stability.csv`` (one row per stability comparison), ``cpu_sensitivity.csv`` (the primary comparisons
-on the runs of one CPU kind: :mod:`evidence.confirm_cpu_kinds`) and ``results.md``.
+comparison), ``stability.csv`` (one row per stability comparison), ``spikes.csv`` (divergences and loss spikes per
+cell), ``cpu_runs.csv`` and ``cpu_sensitivity.csv`` (final runs per CPU kind, and the primary comparisons on the runs
+of one kind: :mod:`evidence.confirm_cpu_kinds`), and ``results.md``, printed from those CSVs by
+:mod:`evidence.confirm_sections` (as docs/RESULTS.md prints them).
 """
 
 from __future__ import annotations
@@ -19,24 +21,26 @@ from pathlib import Path
 from layerscale.atomic_io import write_text_atomic
 from layerscale.stats.multiplicity import holm
 from layerscale.stats.stability import loss_spikes, seed_spread
-from layerscale.study.report.formatting import format_interval, format_p
 from layerscale.study.report.results_table import ResultRow, read_results
 from layerscale.study.report.stability_table import ratio_columns, stability_verdict
 from layerscale.study.report.verdicts import verdict
 from layerscale.study.run.csv_rows import csv_text, read_rows
 
-from .confirm_cpu_kinds import MIN_SEEDS, cpu_counts, cpu_kind, read_each_run, sensitivity_rows
+from .confirm_cpu_kinds import cpu_counts, cpu_kind, read_each_run, sensitivity_rows
+from .confirm_sections import FILES, confirm_sections
 
 __all__ = ["CONFIRMED", "SENSITIVITY_FIELDS", "confirmation", "primary_rows", "stability_rows", "spike_counts",
            "write_report"]
 
 #: confirmation folder name -> the redo it confirms (folders under docs/results)
 CONFIRMED = {"fashion": "fashion-grid", "depthbench": "depthbench-grid"}
-PRIMARY_FIELDS = ["study", "comparison", "redo_verdict", "n", "mean", "low", "high", "bootstrap_low",
-                  "bootstrap_high", "p_raw", "p_adj", "verdict", "confirmation"]
+PRIMARY_FIELDS = ["study", "comparison", "reference", "redo_verdict", "n", "mean", "low", "high", "std",
+                  "truncated", "bootstrap_low", "bootstrap_high", "p_raw", "p_adj", "verdict", "confirmation"]
 SENSITIVITY_FIELDS = ["study", "comparison", "cpu", "n", "mean", "low", "high", "p_raw", "verdict"]
 STABILITY_FIELDS = ["study", "method", "depth", "n", "spread", "reference_spread", "ratio", "low", "high", "p_raw",
                     "p_adj", "verdict"]
+SPIKE_FIELDS = ["study", "method", "depth", "runs", "diverged", "spikes", "runs_with_spike"]
+CPU_RUN_FIELDS = ["study", "method", "depth", "cpu", "runs"]
 
 
 def confirmation(redo: str, confirm: str) -> str:
@@ -70,31 +74,35 @@ def _all_ended(folder: Path) -> None:
 @dataclass(frozen=True)
 class _Primary:
     study: str
+    reference: str
     row: ResultRow
     redo_verdict: str
 
 
 def primary_rows(root: Path, redo_root: Path) -> list[dict]:
     """The 13 primary comparisons with the joint Holm adjustment, verdicts and confirmations."""
+    from layerscale.untrusted_files import read_json_file
+
     found = []
     for name, redo in CONFIRMED.items():
+        reference = read_json_file(root / name / "study.json")["reference"]
         redo_rows = {_key(r): r for r in read_results(redo_root / redo / "results.csv") if r.family == "primary"}
         for row in read_results(root / name / "results.csv"):
             if row.family == "primary":
                 twin = redo_rows.get(_key(row))
-                found.append(_Primary(name, row, twin.verdict if twin else ""))
+                found.append(_Primary(name, reference, row, twin.verdict if twin else ""))
     adjusted = holm([p.row.p("p_raw") for p in found])
     out = []
     for p, p_adj in zip(found, adjusted):
         diff = p.row.interval("diff")
         called = verdict(diff, True, p_adj)
-        out.append({"study": p.study, "comparison": p.row.comparison, "redo_verdict": p.redo_verdict,
-                    "n": diff.n if diff else "", "mean": diff.mean if diff else "",
+        out.append({"study": p.study, "comparison": p.row.comparison, "reference": p.reference,
+                    "redo_verdict": p.redo_verdict, "n": diff.n if diff else "", "mean": diff.mean if diff else "",
                     "low": diff.low if diff else "", "high": diff.high if diff else "",
+                    "std": diff.std if diff else "", "truncated": diff.truncated if diff else "",
                     "bootstrap_low": p.row["bootstrap_low"], "bootstrap_high": p.row["bootstrap_high"],
                     "p_raw": p.row.p("p_raw"), "p_adj": p_adj, "verdict": called,
-                    "confirmation": confirmation(p.redo_verdict, called),
-                    "shown": format_interval(diff, 1, signed=True) if diff else "—"})  # not a CSV column
+                    "confirmation": confirmation(p.redo_verdict, called)})
     return out
 
 
@@ -161,53 +169,9 @@ def _run_records(folder: Path) -> tuple[dict[str, list[float]], dict[str, str]]:
     return {k: v[0] for k, v in both.items()}, {k: v[1] for k, v in both.items()}
 
 
-def _cpu_lines(counts: dict, sensitivity: list[dict]) -> list[str]:
-    kinds = sorted({kind for counter in counts.values() for kind in counter})
-    lines = ["", "## CPU kinds (sensitivity check, decided before any result was read)", "",
-             "Final runs per cell on each CPU kind (each run's `summary.json`, `environment`).", "",
-             "| study | method | depth | " + " | ".join(kinds) + " |", "|---|---|---|" + "---|" * len(kinds)]
-    for (study, method, depth), counter in sorted(counts.items()):
-        lines.append(f"| {study} | {method} | {depth} | " + " | ".join(str(counter[k]) for k in kinds) + " |")
-    lines += ["", "The primary comparisons repeated on the runs of one CPU kind (both arms of a seed on that kind; "
-              f"at least {MIN_SEEDS} seeds for every paired difference a comparison needs). Not a family and not "
-              "adjusted: the verdicts above are the design's; these say whether they rest on the mixture of CPUs.",
-              "", "| study | comparison | CPU kind | seeds | difference [95 % CI] | p | verdict (interval) |",
-              "|---|---|---|---|---|---|---|"]
-    for r in sensitivity:
-        shown = "—" if r["mean"] == "" else f"{r['mean']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"
-        p = format_p(r["p_raw"]) if r["p_raw"] != "" else "—"
-        lines.append(f"| {r['study']} | {r['comparison']} | {r['cpu']} | {r['n']} | {shown} | {p} | {r['verdict']} |")
-    return lines
-
-
-def _markdown(primary: list[dict], stability: list[dict], spikes: dict, cpu: list[str]) -> str:
-    lines = ["# Confirmatory study on fresh seeds: results", "",
-             "Generated by `python scripts/confirm_report.py` from the two folders' tables and runs "
-             "(docs/results/confirm/DESIGN.md, fixed before the runs). Test accuracy, points; seeds 5–14.", "",
-             "## Primary family (Holm across both studies)", "",
-             "| study | comparison | redo | difference [95 % CI] | bootstrap | p | Holm p | verdict | confirmation |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in primary:
-        boot = f"[{float(r['bootstrap_low']):+.1f}, {float(r['bootstrap_high']):+.1f}]" if r["bootstrap_low"] else "—"
-        lines.append(f"| {r['study']} | {r['comparison']} | {r['redo_verdict']} | {r['shown']} | {boot} | "
-                     f"{format_p(r['p_raw'])} | {format_p(r['p_adj'])} | {r['verdict']} | {r['confirmation']} |")
-    lines += ["", "## Stability family (Holm within it): seed spread against the reference", "",
-              "| study | method | depth | spread | reference | ratio [95 % bootstrap] | Pitman–Morgan p | Holm p | "
-              "verdict |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in stability:
-        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
-        lines.append(f"| {r['study']} | {r['method']} | {r['depth']} | {r['spread']:.2f} | {r['reference_spread']:.2f} "
-                     f"| {ratio} | {format_p(r['p_raw'])} | {format_p(r.get('p_adj'))} | {r['verdict']} |")
-    lines += ["", "## Divergences and loss spikes (descriptive)", "",
-              "| study | method | depth | runs | diverged | spikes | runs with a spike |", "|---|---|---|---|---|---|---|"]
-    for (study, method, depth), (runs, diverged, total, with_spike) in sorted(spikes.items()):
-        lines.append(f"| {study} | {method} | {depth} | {runs} | {diverged} | {total} | {with_spike} |")
-    return "\n".join(lines + cpu) + "\n"
-
-
 def write_report(root: Path, redo_root: Path) -> dict[str, Path]:
-    """Check that every run has ended, then write ``results.csv``, ``stability.csv`` and ``results.md`` in
-    ``root`` (the confirmation folder holding ``fashion/`` and ``depthbench/``)."""
+    """Check that every run has ended, then write the CSVs (:data:`evidence.confirm_sections.FILES`) and
+    ``results.md`` in ``root`` (the confirmation folder holding ``fashion/`` and ``depthbench/``)."""
     for name in CONFIRMED:
         _all_ended(root / name)
     primary = primary_rows(root, redo_root)
@@ -217,10 +181,19 @@ def write_report(root: Path, redo_root: Path) -> dict[str, Path]:
               for (m, d), v in spike_counts(root / name, records[name][0]).items()}
     counts = {(name, m, d): c for name in CONFIRMED for (m, d), c in cpu_counts(root / name, records[name][1]).items()}
     sensitivity = sensitivity_rows(root, tuple(CONFIRMED), {name: records[name][1] for name in CONFIRMED})
-    paths = {"results": root / "results.csv", "stability": root / "stability.csv",
-             "sensitivity": root / "cpu_sensitivity.csv", "markdown": root / "results.md"}
-    write_text_atomic(paths["results"], csv_text(primary, PRIMARY_FIELDS))
+    spike_table = [{"study": study, "method": method, "depth": depth, "runs": runs, "diverged": diverged,
+                    "spikes": total, "runs_with_spike": with_spike}
+                   for (study, method, depth), (runs, diverged, total, with_spike) in sorted(spikes.items())]
+    cpu_table = [{"study": study, "method": method, "depth": depth, "cpu": kind, "runs": count}
+                 for (study, method, depth), counter in sorted(counts.items()) for kind, count in sorted(counter.items())]
+    paths = {name: root / file for name, file in FILES.items()} | {"markdown": root / "results.md"}
     write_text_atomic(paths["stability"], csv_text(stability, STABILITY_FIELDS))
+    write_text_atomic(paths["spikes"], csv_text(spike_table, SPIKE_FIELDS))
+    write_text_atomic(paths["cpu_runs"], csv_text(cpu_table, CPU_RUN_FIELDS))
     write_text_atomic(paths["sensitivity"], csv_text(sensitivity, SENSITIVITY_FIELDS))
-    write_text_atomic(paths["markdown"], _markdown(primary, stability, spikes, _cpu_lines(counts, sensitivity)))
+    write_text_atomic(paths["results"], csv_text(primary, PRIMARY_FIELDS))  # last: its presence means the report ran
+    lines = ["# Confirmatory study on fresh seeds: results", "",
+             "<!-- generated by python scripts/confirm_report.py from the two folders' tables and runs; do not edit -->",
+             "", *confirm_sections(root, "##")]
+    write_text_atomic(paths["markdown"], "\n".join(lines) + "\n")
     return paths

@@ -15,7 +15,7 @@ scripts/results_page.py`` rewrites the page; ``--check`` says whether it is curr
 Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 
 - ``glance``: the primary families' Holm-adjusted verdicts only (rows with ``family = primary``, and the
-  depth-use and grow evidence's primary families once their runs have ended);
+  depth-use, grow and confirmatory evidence's primary families once their runs have ended);
 - ``<study>-primary``: the primary family's table (difference, raw and Holm-adjusted p, verdict);
 - ``<study>-comparisons``: every other comparison against the reference, both tables (exploratory, BH-adjusted);
 - ``<study>-rates``: the rate each cell chose; for a study tuned by the full-budget grid (``tuning: grid``), the
@@ -41,7 +41,10 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
 - ``grow``: growing a trained model deeper against training it on (docs/results/grow,
   :func:`evidence.grow_report.grow_sections`);
 - ``llama-prune``: pruning a real-vocabulary Llama by each criterion, unhealed and healed (docs/results/llama-prune,
-  :func:`evidence.llama_prune_report.llama_prune_sections`).
+  :func:`evidence.llama_prune_report.llama_prune_sections`);
+- ``confirm``: the confirmatory study on fresh seeds, each redo primary verdict beside its confirmation, and its
+  stability family (docs/results/confirm, :func:`evidence.confirm_sections.confirm_sections`; one line saying it
+  has not been reported before all its runs have ended, and no glance line).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerscale.atomic_io import write_text_atomic
-from . import depth_use_report, grow_report, heldout_report, llama_prune_report
+from . import confirm_sections, depth_use_report, grow_report, heldout_report, llama_prune_report
 from layerscale.study.report.formatting import format_interval, format_p
 from layerscale.study.report.results import Metric
 from layerscale.study.report.results_table import ResultRow, read_results
@@ -74,7 +77,8 @@ ORIGINALS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
 EVIDENCE = {"depth-use": ("depth-use", depth_use_report.depth_use_sections, depth_use_report.primary_glance),
             "grow": ("grow", grow_report.grow_sections, grow_report.primary_glance),
             "llama-prune": ("llama-prune", llama_prune_report.llama_prune_sections,
-                            llama_prune_report.primary_glance)}
+                            llama_prune_report.primary_glance),
+            "confirm": ("confirm", confirm_sections.confirm_sections, confirm_sections.primary_glance)}
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
                     re.DOTALL)
 

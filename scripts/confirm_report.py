@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Write the confirmatory study's report (evidence.confirm_report) into docs/results/confirm/: results.csv,
-stability.csv, cpu_sensitivity.csv, results.md. Refuses (exit 2, one line) until every run of both folders has ended.
+stability.csv, spikes.csv, cpu_runs.csv, cpu_sensitivity.csv and results.md (evidence.confirm_sections prints it
+from those CSVs, as scripts/results_page.py prints docs/RESULTS.md's ``confirm`` block). Refuses (exit 2, one
+line) until every run of both folders has ended.
 
     python scripts/confirm_report.py
 """

@@ -85,13 +85,13 @@ def test_the_page_is_what_the_generator_makes_of_the_committed_tables():
     assert render_page(text, RESULTS) == text, "docs/RESULTS.md drifted: run python scripts/results_page.py"
 
 
-EVIDENCE_GLANCE = ("- Depth use", "- Growing")  # the glance lines of the evidence folders (EVIDENCE_REPORTS)
+EVIDENCE_GLANCE = ("- Depth use", "- Growing", "- Confirmatory")  # the evidence folders' glance lines
 
 
 def _without_evidence(text: str) -> str:
-    """The page without the depth-use, grow and llama-prune blocks and glance lines, whose intervals come from those
-    folders' own tables (checked by the last tests)."""
-    for block in ("depth-use", "grow", "llama-prune"):
+    """The page without the depth-use, grow, llama-prune and confirm blocks and glance lines, whose intervals come
+    from those folders' own tables (checked by the last tests and tests/evidence/test_confirm_report.py)."""
+    for block in ("depth-use", "grow", "llama-prune", "confirm"):
         text = re.sub(rf"<!-- generated: {block} -->.*?<!-- end generated: {block} -->", "", text, flags=re.DOTALL)
     return "\n".join(line for line in text.splitlines() if not line.startswith(EVIDENCE_GLANCE))
 

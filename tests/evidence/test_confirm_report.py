@@ -134,7 +134,7 @@ def test_the_cpu_kinds_are_counted_and_each_primary_comparison_repeated_on_one_k
     markdown = paths["markdown"].read_text()
     assert f"| study | method | depth | {epyc} | {xeon} |" in markdown
     assert "| fashion | layerscale | 48 | 2 | 8 |" in markdown and "| fashion | prenorm | 48 | 3 | 7 |" in markdown
-    assert "| fashion | layerscale@48 | AMD EPYC, AVX2 | 2 | — | — | fewer than 3 seeds |" in markdown
+    assert "| fashion | layerscale at depth 48 | AMD EPYC, AVX2 | 2 | — | — | fewer than 3 seeds |" in markdown
 
 
 def test_an_interaction_on_one_cpu_kind_is_welchs_interval_of_its_paired_differences(tmp_path):
@@ -206,3 +206,31 @@ def test_the_stability_family_follows_the_studys_rules_for_rows_without_a_test(t
     assert linear["verdict"] == "no spread" and linear["p_raw"] is None and "p_adj" not in linear
     tested = rows[("depthbench", "mhc")]
     assert tested["p_adj"] == pytest.approx(tested["p_raw"])  # alone in its Holm family
+
+
+def test_results_md_and_the_page_print_the_same_sections_from_the_reports_csvs(tmp_path):
+    """docs/RESULTS.md's ``confirm`` block says the report has not run until it has, then prints the sections
+    results.md prints (one level deeper), read back from the CSVs; the glance line quotes the primary rows."""
+    from evidence.confirm_sections import NOT_REPORTED, confirm_sections, primary_glance
+    from evidence.results_page import render_block
+
+    base = [85.0, 85.4, 84.8, 85.2, 85.1, 84.9, 85.3, 85.0, 84.7, 85.2]
+    steady = [v + 1.5 + 0.01 * i for i, v in enumerate(base)]
+    _study(tmp_path, "fashion", 48, {"prenorm": base, "layerscale": steady}, {"layerscale": "better"})
+    _study(tmp_path, "depthbench", 32, {"prenorm": base, "hc": [v - 0.02 * i for i, v in enumerate(base)]},
+           {"hc": "within noise"})
+    root = tmp_path / "confirm"
+    assert render_block("confirm", {}, tmp_path) == NOT_REPORTED + "\n" and primary_glance(root) is None
+    paths = write_report(root, tmp_path)
+    sections = confirm_sections(root, "###")
+    assert render_block("confirm", {}, tmp_path) == "\n".join(sections) + "\n"
+    markdown = paths["markdown"].read_text()
+    assert markdown.endswith("\n".join(confirm_sections(root, "##")) + "\n")
+    assert "### Primary family (Holm across both studies)" in sections and "## Primary family" not in sections
+    diff = paired_interval(dict(zip(SEEDS, steady)), dict(zip(SEEDS, base)))
+    shown = f"{diff.mean:+.1f} [{diff.low:.1f}, {diff.high:.1f}]"
+    assert f"| fashion | layerscale at depth 48 | better | {shown} |" in markdown
+    glance = primary_glance(root)
+    assert glance.startswith("- Confirmatory study") and "against prenorm, primary family of 2 comparison(s)" in glance
+    assert f"fashion layerscale at depth 48 {shown} points: **better**" in glance
+    assert "redo: better, confirmed" in glance and "depthbench hc at 32 blocks" in glance
