@@ -1,7 +1,8 @@
 """Full Attention Residuals (``residual="attnres"``) against the report's equations written out here as a loop.
 
 ``h_l = Σ_{i<l} softmax_i(w_lᵀ RMSNorm(v_i)) v_i`` with ``v_0`` the embedding and one pseudo-query per sub-layer;
-the head reads ``Σ_i v_i`` through the final norm (docs/methods.md, "AttnRes").
+the head reads the same attention over every value with a pseudo-query of its own ("the final output layer
+aggregates all N block representations", the report's §3.2), through the final norm (docs/methods.md, "AttnRes").
 """
 
 import pytest
@@ -32,6 +33,12 @@ def head(model, family, hidden):
     return F.linear(hidden, model.wte.weight) if family == "gpt" else model.forward_head(hidden)
 
 
+def output_layer(model, family, values):
+    """AttnRes's output layer: one more attention over every value (``stream_reduce``), then the head."""
+    out = model.stream_reduce
+    return head(model, family, key_attention(out.pseudo_query, out.key_norm_weight, values))
+
+
 def reference_full(model, family, x):
     """Every sub-layer reads the attention over all earlier values and appends its own output."""
     values = [embed(model, x)]
@@ -40,7 +47,7 @@ def reference_full(model, family, x):
             mix = getattr(block, f"stream_mix{i}")
             h = key_attention(mix.pseudo_query, mix.key_norm_weight, values)
             values.append(fn(getattr(block, f"norm{i}")(h)))
-    return head(model, family, sum(values))
+    return output_layer(model, family, values)
 
 
 def randomised(model, seed=1, scale=0.3):
@@ -94,6 +101,28 @@ def test_at_initialisation_every_sublayer_reads_the_mean_of_the_earlier_values(f
         torch.testing.assert_close(h, torch.stack(values[:layer]).mean(0), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("family", ["vit", "gpt"])
+def test_at_initialisation_the_head_reads_the_mean_of_every_value_and_later_its_own_mix(family):
+    """The output aggregation (``stream_reduce``) starts from the uniform average of all ``2L + 1`` values; with
+    its pseudo-query moved it weighs them by its own softmax, not by the last sub-layer's."""
+    torch.manual_seed(0)
+    model = tiny_model(family, "attnres", depth=3).eval()
+    x = tiny_input(family)
+    read = []
+    model.norm.register_forward_pre_hook(lambda m, a: read.append(a[0]))
+    with torch.no_grad():
+        stream = model.residual_method.expand_stream(embed(model, x))
+        for block in model.blocks:
+            stream = block(stream)
+        model.forward_features(x)
+        torch.testing.assert_close(read[-1], torch.stack(stream).mean(0), rtol=1e-5, atol=1e-6)
+        model.stream_reduce.pseudo_query.copy_(torch.randn(model.stream_reduce.dim))
+        model.forward_features(x)
+    weights = model.stream_reduce.weights(stream)
+    torch.testing.assert_close(read[-1], (weights.unsqueeze(-1) * torch.stack(stream)).sum(0), rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(weights, torch.full_like(weights, 1 / len(stream)))
+
+
 def test_weights_start_uniform_and_follow_the_pseudo_query():
     mix = DepthAttention(4)
     stream = (torch.randn(2, 4), torch.randn(2, 4) * 10, torch.randn(2, 4))
@@ -114,13 +143,14 @@ def test_the_stream_keeps_every_value_2L_plus_1_tensors():
     assert isinstance(stream, tuple) and len(stream) == 2 * 4 + 1
 
 
-def test_state_dict_keys_are_the_prenorm_keys_plus_two_vectors_per_sublayer():
+def test_state_dict_keys_are_the_prenorm_keys_plus_two_vectors_per_sublayer_and_the_output():
     model = tiny_model("gpt", "attnres", depth=2)
     prenorm = tiny_model("gpt", "prenorm", depth=2)
     extra = set(model.state_dict()) - set(prenorm.state_dict())
     assert set(prenorm.state_dict()) <= set(model.state_dict())
-    assert extra == {f"blocks.{b}.stream_mix{i}.{name}" for b in range(2) for i in (1, 2)
-                     for name in ("pseudo_query", "key_norm_weight")}
+    names = ("pseudo_query", "key_norm_weight")
+    assert extra == {f"blocks.{b}.stream_mix{i}.{name}" for b in range(2) for i in (1, 2) for name in names} | {
+        f"stream_reduce.{name}" for name in names}
     assert model.state_dict()["blocks.1.stream_mix2.pseudo_query"].shape == (32,)
 
 

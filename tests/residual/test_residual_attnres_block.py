@@ -2,7 +2,8 @@
 
 Per transformer block ``j``: the attention sub-layer attends over ``blocks + [partial]``; if ``j`` starts a group
 (``⌊n·L/N⌋``), ``partial`` joins ``blocks`` and restarts from the attention output, else the output is added to it;
-the MLP sub-layer attends over ``blocks + [partial]`` and adds its output to ``partial``.
+the MLP sub-layer attends over ``blocks + [partial]`` and adds its output to ``partial``; the output layer attends
+over ``blocks + [partial]`` once more (its own pseudo-query, the report's §3.2).
 """
 
 import pytest
@@ -12,7 +13,7 @@ from layerscale.residual import get_residual
 from layerscale.residual.multi_stream.attnres_block import BlockAttentionResiduals, group_starts
 
 from residual_helpers import FAMILIES, next_token_training_losses, tiny_input, tiny_model
-from test_residual_attnres import embed, head, key_attention, randomised
+from test_residual_attnres import embed, key_attention, output_layer, randomised
 
 
 def method(num_blocks):
@@ -34,7 +35,7 @@ def reference_block(model, family, x, num_blocks):
         mix = block.stream_mix2
         h = key_attention(mix.pseudo_query, mix.key_norm_weight, blocks + [partial])
         partial = partial + block.mlp(block.norm2(h))
-    return head(model, family, sum(blocks) + partial)
+    return output_layer(model, family, blocks + [partial])
 
 
 @pytest.mark.parametrize("family", ["vit", "gpt"])

@@ -34,6 +34,7 @@ _TOP = "|".join([
     rf"(?:norm_pre|fc_norm|head){_P}",
     r"norm\.(?:weight|bias|alpha)",
     r"wte\.weight|wpe\.weight",
+    r"stream_reduce\.(?:pseudo_query|key_norm_weight)",
     rf"attn_pool\.(?:latent|(?:kv|q|proj|norm|mlp\.fc1|mlp\.fc2){_P})",
 ])
 _KNOWN = re.compile(rf"(?:blocks|blocks_token_only)\.(?:0|[1-9][0-9]*)\.(?:{_BLOCK})|{_TOP}")

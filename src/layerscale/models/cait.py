@@ -90,6 +90,7 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
             for j in range(depth_token_only)
         ])
         self.norm = method.final_norm(norm_layer, embed_dim)
+        self.stream_reduce = method.stream_reduction(embed_dim)  # None but for AttnRes's output aggregation
         self.head_drop = nn.Dropout(drop_rate)
         self.head = classifier_head(embed_dim, num_classes)
         self.reset_parameters()
@@ -114,13 +115,13 @@ class CaiT(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Module):
         cls = self.residual_method.expand_stream(self.cls_token.expand(x.shape[0], -1, -1))
         for block in self.blocks_token_only:
             cls = self._run_block(block, x, cls)
-        x = torch.cat((self.residual_method.reduce_stream(cls), x), dim=1)
+        x = torch.cat((self._reduce_stream(cls), x), dim=1)
         return x if self.norm is None else self.norm(x)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W) -> (B, 1 + N, D)``: normalised ``[cls; patches]``."""
         stream = self._run_blocks(self.blocks, self.residual_method.expand_stream(self._embed_tokens(x)))
-        return self._finish_features(self.residual_method.reduce_stream(stream))
+        return self._finish_features(self._reduce_stream(stream))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Class logits ``(B, num_classes)``."""

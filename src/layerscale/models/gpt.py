@@ -72,6 +72,7 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
             for i in range(depth)
         ])
         self.norm = method.final_norm(norm_layer, embed_dim)
+        self.stream_reduce = method.stream_reduction(embed_dim)  # None but for AttnRes's output aggregation
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -105,7 +106,7 @@ class GPT(GradCheckpointing, TimmModelAPI, HubMixin, nn.Module):
     def forward_features(self, tokens: torch.Tensor) -> torch.Tensor:
         """``(B, T)`` token ids → ``(B, T, D)`` normalised hidden states."""
         stream = self._run_blocks(self.blocks, self.residual_method.expand_stream(self._embed_tokens(tokens)))
-        x = self.residual_method.reduce_stream(stream)
+        x = self._reduce_stream(stream)
         return x if self.norm is None else self.norm(x)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -202,7 +202,8 @@ class TimmModelAPI:
         intermediates and, with ``return_prefix_tokens=True``, returned beside each as ``(tokens, prefix)``.
         ``stop_early=True`` runs no self-attention block after the last one taken (``final`` then comes from
         that block's output). With a multi-stream residual method each intermediate is the stream reduced to one
-        token sequence (the method's ``reduce_stream``), what the head would read at that depth.
+        token sequence (the method's ``reduce_stream``, or the model's ``stream_reduce``), what the head would read
+        at that depth.
         """
         image = getattr(self, "patch_embed", None) is not None
         output_fmt = output_fmt if output_fmt is not None else ("NCHW" if image else "NLC")
@@ -215,7 +216,7 @@ class TimmModelAPI:
         grid = self.patch_embed.feature_grid(x) if image else None
         method = getattr(self, "residual_method", None)  # multi-stream methods widen the stream between the blocks
         expand = method.expand_stream if method is not None else (lambda t: t)
-        reduce = method.reduce_stream if method is not None else (lambda t: t)
+        reduce = self._reduce_stream
         x = expand(self._embed_tokens(x))
         outputs = []
         for i, block in enumerate(blocks[:last + 1] if stop_early else blocks):
@@ -236,6 +237,15 @@ class TimmModelAPI:
 
     def _blocks_for_intermediates(self) -> nn.Sequential:
         return self.blocks
+
+    def _reduce_stream(self, stream):
+        """The tokens the head reads from the residual stream: the model's ``stream_reduce`` where its method built
+        one (a reduction with parameters: AttnRes's output aggregation), else the method's ``reduce_stream``."""
+        reduce = getattr(self, "stream_reduce", None)
+        if reduce is not None:
+            return reduce(stream)
+        method = getattr(self, "residual_method", None)
+        return stream if method is None else method.reduce_stream(stream)
 
     def _final_norm(self, x: torch.Tensor) -> torch.Tensor:
         return x if self.norm is None else self.norm(x)

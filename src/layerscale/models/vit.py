@@ -87,6 +87,7 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
             for i in range(depth)
         ])
         self.norm = method.final_norm(norm_layer, embed_dim)
+        self.stream_reduce = method.stream_reduction(embed_dim)  # None but for AttnRes's output aggregation
         self.head_drop = nn.Dropout(drop_rate)
         self.head = classifier_head(embed_dim, num_classes)
         self.reset_parameters()
@@ -112,7 +113,7 @@ class VisionTransformer(GradCheckpointing, TimmClassifierAPI, HubMixin, nn.Modul
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W) -> (B, 1 + N, D)`` normalised tokens."""
         stream = self._run_blocks(self.blocks, self.residual_method.expand_stream(self._embed_tokens(x)))
-        x = self.residual_method.reduce_stream(stream)
+        x = self._reduce_stream(stream)
         return x if self.norm is None else self.norm(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

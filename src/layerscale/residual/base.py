@@ -20,8 +20,10 @@ keys of every earlier method are unchanged:
 * ``stream_mix`` — a multi-stream connection (Hyper-Connections, mHC, AttnRes, key ``stream_mix{i}.*``). A method
   with one owns the stream through three hooks: :meth:`ResidualMethod.expand_stream` after the embedding,
   ``stream_mix`` in every branch (``read`` the branch input from the streams, ``write`` the branch output back),
-  and :meth:`ResidualMethod.reduce_stream` before the head. The hooks default to no-ops. The stream is whatever
-  the method's hooks agree on: a ``(..., n, dim)`` tensor for Hyper-Connections and mHC, a tuple of ``(..., dim)``
+  and :meth:`ResidualMethod.reduce_stream` before the head — or, for a reduction with parameters of its own
+  (AttnRes's output aggregation), the module :meth:`ResidualMethod.stream_reduction` builds, which the model keeps
+  as ``stream_reduce`` (keys ``stream_reduce.*``). The hooks default to no-ops. The stream is whatever the
+  method's hooks agree on: a ``(..., n, dim)`` tensor for Hyper-Connections and mHC, a tuple of ``(..., dim)``
   tensors that grows with depth for AttnRes (each ``write`` returns a new tuple, so a checkpointed block may run
   twice).
 
@@ -178,6 +180,12 @@ class ResidualMethod:
     def reduce_stream(self, stream: torch.Tensor) -> torch.Tensor:
         """The tokens ``(..., dim)`` the head (after the final norm) reads from the stream (identity by default)."""
         return stream
+
+    def stream_reduction(self, dim: int) -> nn.Module | None:
+        """A module with parameters of its own that turns the stream into the tokens the head reads, in place of
+        :meth:`reduce_stream` (AttnRes's output aggregation), or ``None`` (the default: :meth:`reduce_stream`).
+        A model builds it once and keeps it as ``stream_reduce``."""
+        return None
 
     def prepare_model(self, model: nn.Module) -> None:
         """Called at the end of a model's ``reset_parameters()`` (after its weights are initialised); no-op."""

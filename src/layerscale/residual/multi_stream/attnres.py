@@ -17,11 +17,17 @@ b t', proj.weight.squeeze(), K)``, ``h = einsum('n b t, n b t d -> b t d', logit
 report's abstract (https://arxiv.org/abs/2603.15031); its definitions ``v_0 = h_1`` (the embedding) and
 ``φ(q, k) = exp(qᵀ RMSNorm(k))`` as summarised at https://www.winter-prosper.com/digest/attention-residuals-mechanism.
 
-Initialisation: ``w_l = 0`` (every layer starts from the uniform average of the earlier values), the key norm's
-weight ``g = 1``. Choices where the sources are silent (docs/methods.md, "AttnRes"): the key norm is an RMSNorm
-*with* a learnable weight ``g`` (the pseudocode passes an ``RMSNorm`` module per layer) and ``eps = 1e-6`` (the
-project's norm eps); the head reads the plain sum ``Σ_i v_i`` of all values (the ordinary residual stream of the
-same network), through the model's final norm.
+Initialisation: ``w_l = 0``, so every layer starts from the uniform average of the earlier values (the report,
+§5: "all pseudo-query vectors must be initialized to zero"), the key norm's weight ``g = 1``.
+
+Output: "the final output layer aggregates all N block representations" (the report, §3.2): the head reads
+``h_{L+1} = Σ_i α_{i→L+1} v_i`` over every source, by the same operation with a pseudo-query and key norm of its
+own (the model's ``stream_reduce``, :meth:`AttentionResiduals.stream_reduction`; zero-initialised, so it starts
+from the uniform average), then the model's final norm. Until 2026-12-07 the head read the plain sum ``Σ_i v_i``,
+the same direction at initialisation but with no way to re-weight depth at the output.
+
+Choices where the sources are silent (docs/methods.md, "AttnRes"): the key norm is an RMSNorm *with* a learnable
+weight ``g`` (the pseudocode passes an ``RMSNorm`` module per layer) and ``eps = 1e-6`` (the project's norm eps).
 
 Memory: the stream carries every value, ``2L + 1`` tensors of the token shape for ``L`` transformer blocks (the
 paper's ``O(Ld)``, its ``L`` counting sub-layers). Block AttnRes (:mod:`.attnres_block`) carries at most ``N + 1``.
@@ -149,6 +155,10 @@ class DepthAttention(nn.Module):
         keys = values * torch.rsqrt(values.square().mean(-1, keepdim=True) + self.eps) * self.key_norm_weight
         return torch.softmax(keys @ self.pseudo_query, dim=0)
 
+    def forward(self, stream: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """``h_l`` alone: the output aggregation the head reads (:meth:`AttentionResiduals.stream_reduction`)."""
+        return self.read(stream)[0]
+
     def read(self, stream: tuple[torch.Tensor, ...]):
         """``(h_l, stream, None)``: the branch input and the sources carried to :meth:`write`."""
         if not isinstance(stream, tuple) or not stream:
@@ -177,9 +187,12 @@ class AttentionResiduals(ResidualMethod):
 
     Each branch keeps its Pre-LN norm (``norm{i}``) and gains ``stream_mix{i}`` (:class:`DepthAttention`, keys
     ``stream_mix{i}.pseudo_query`` and ``stream_mix{i}.key_norm_weight``). The model turns the embedding into the
-    one-source stream ``(v_0,)`` and sums the sources before its final norm (:meth:`expand_stream`,
-    :meth:`reduce_stream`). ``init_value`` is ignored; ``ls_placement`` must stay ``"both"``. In CaiT the
-    class-attention stage starts its own stream from the class token, as with Hyper-Connections.
+    one-source stream ``(v_0,)`` (:meth:`expand_stream`) and reads its head input by one more
+    :class:`DepthAttention` over every source, ``stream_reduce`` (:meth:`stream_reduction`, keys
+    ``stream_reduce.pseudo_query`` and ``stream_reduce.key_norm_weight``), before its final norm. ``init_value``
+    is ignored; ``ls_placement`` must stay ``"both"``. In CaiT the class-attention stage starts its own stream from
+    the class token, as with Hyper-Connections, and ``stream_reduce`` reads both streams (the patches before class
+    attention, the class token before the head).
     """
 
     name = "attnres"
@@ -197,7 +210,13 @@ class AttentionResiduals(ResidualMethod):
         return (x,)
 
     def reduce_stream(self, stream: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """The plain sum of the sources: only where no model holds the output aggregation
+        (:meth:`stream_reduction`), which a model built with this method always does."""
         return sum_sources(stream)
+
+    def stream_reduction(self, dim: int) -> nn.Module:
+        """The output aggregation ``h_{L+1}`` (the report, §3.2): a :class:`DepthAttention` over every source."""
+        return DepthAttention(dim)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -25,6 +25,9 @@ group and does not say how a remainder is split): group ``n`` (0-based) starts a
 (``depth`` counts both), so the groups span both stages; the class-attention stage starts its own stream from the
 class token, whose first sub-layer output always starts a new source (the class token stays ``b_0``).
 
+Output: as in Full AttnRes, "the final output layer aggregates all N block representations" (the report, §3.2):
+the model's ``stream_reduce`` attends over the final stream ``[b_0, b_1, ..., b_N]`` with a pseudo-query of its own.
+
 Memory: the stream carries at most ``N + 1`` tensors of the token shape (``b_0``, the finished groups and the
 partial sum), against ``2L + 1`` for Full AttnRes — the report's ``O(Nd)`` against ``O(Ld)``.
 """
@@ -57,7 +60,7 @@ class BlockAttentionResiduals(AttentionResiduals):
     """Block AttnRes with ``num_blocks`` groups (default 8): Full AttnRes over group sums and the partial sum.
 
     Same keys as :class:`~.attnres.AttentionResiduals` (``stream_mix{i}.pseudo_query``,
-    ``stream_mix{i}.key_norm_weight``); only which outputs start a new source differs. Needs the block's place in
+    ``stream_mix{i}.key_norm_weight``, ``stream_reduce.*``); only which outputs start a new source differs. Needs the block's place in
     its stack (``index`` of ``depth``).
     """
 
