@@ -76,6 +76,35 @@ def test_timm_folder_analysed_on_an_image_dataset(sources, tmp_path):
     assert result.depth == 3 and result.num_examples == 40 and result.task == "classification"
 
 
+def test_a_timm_folder_is_scored_under_its_own_normalisation(sources, tmp_path, capsys):
+    """timm's convention: a model's images are normalised with its data configuration's mean and std (timm's
+    ``resolve_data_config``, from ``pretrained_cfg``), not with the dataset's own statistics; the loss is the one
+    the model gives on the same images normalised that way by hand."""
+    pytest.importorskip("sklearn")
+    import torch
+    import torch.nn.functional as F
+    from timm.data import resolve_data_config
+
+    from layerscale.data.registry import load_dataset
+
+    assert _analyze(sources["timm"], tmp_path / "a", "--data", "digits", "--examples", "40") == 0
+    assert "normalised with the model's own mean and std" in capsys.readouterr().out
+    model = timm.create_model(f"local-dir:{sources['timm']}", pretrained=True).eval()  # as a timm user loads it
+    config = resolve_data_config({}, model=model)
+    bundle = load_dataset("digits", img_size=8, test_fraction=0.2, seed=0)  # the dataset's own statistics
+    images = torch.stack([bundle.test[i][0] for i in range(40)])
+    labels = torch.stack([bundle.test[i][1] for i in range(40)])
+    pixels = images * torch.tensor(bundle.std).view(1, -1, 1, 1) + torch.tensor(bundle.mean).view(1, -1, 1, 1)
+    timm_inputs = (pixels - torch.tensor(config["mean"]).view(1, -1, 1, 1)) / torch.tensor(config["std"]).view(
+        1, -1, 1, 1)
+    with torch.no_grad():
+        expected = F.cross_entropy(model(timm_inputs), labels).item()
+        dataset_scaled = F.cross_entropy(model(images), labels).item()
+    result = DepthAnalysis.read_json(tmp_path / "a" / "analysis.json")
+    assert result.clean_loss == pytest.approx(expected, rel=1e-5)
+    assert dataset_scaled != pytest.approx(expected, rel=1e-5)  # the dataset's statistics give another loss here
+
+
 def test_prune_and_grow_outputs_are_sources_of_analyze_and_of_each_other(sources, tmp_path, capsys):
     pruned, grown, regrown = tmp_path / "pruned", tmp_path / "grown", tmp_path / "regrown"
     assert main(["prune", str(sources["hf"]), "--blocks", "1", "--out", str(pruned)]) == 0

@@ -68,3 +68,15 @@ def test_an_intact_folder_loads_bit_for_bit_and_gives_its_load_report(tmp_path):
     assert not info["missing_keys"]
     saved, own = model.state_dict(), loaded.state_dict()
     assert saved.keys() == own.keys() and all(torch.equal(saved[k], own[k]) for k in saved)
+
+
+def test_a_config_that_disagrees_with_the_weights_shapes_is_refused_naming_a_tensor(tmp_path):
+    """transformers raises "look at the above report", a report this loader silences: the line names the tensors
+    and both shapes instead."""
+    _folder(tmp_path, lambda t: None)
+    config = (tmp_path / "config.json").read_text()
+    (tmp_path / "config.json").write_text(config.replace('"vocab_size": 64', '"vocab_size": 48'))
+    with pytest.raises(ValueError, match=r"2 tensor\(s\) of another shape \[lm_head\.weight: checkpoint \(64, 32\) "
+                                         r"vs config \(48, 32\); model\.embed_tokens\.weight") as info:
+        _load(tmp_path)
+    assert "\n" not in str(info.value) and "above report" not in str(info.value)

@@ -101,3 +101,15 @@ def test_model_check_lists_what_does_not_fit(tmp_path, official_cait, capsys):
     assert "the weights do not fit model 'cait_xxs24_224'" in err and "missing key(s) [blocks.10." in err
     assert "blocks.0.ls1.gamma: checkpoint (32,) vs model (192,)" in err
     assert not dst.exists()
+
+
+def test_a_checkpoint_with_a_nan_weight_is_refused_and_nothing_written(tmp_path, peer, capsys):
+    """As ``fold`` refuses it: a converted copy would pass the NaN on to whoever loads it."""
+    state = {k: v.clone() for k, v in peer.state_dict().items()}
+    state["blocks.0.attn.proj.weight"][0, 0] = float("nan")
+    src, dst = tmp_path / "nan.pth", tmp_path / "out.safetensors"
+    torch.save(state, src)
+    assert main(["convert", str(src), str(dst)]) == 2
+    err = capsys.readouterr().err
+    assert "'blocks.0.attn.proj.weight' holds 1 NaN or infinite value(s)" in err and err.count("\n") == 1
+    assert not dst.exists()

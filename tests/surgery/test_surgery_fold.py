@@ -155,6 +155,22 @@ def test_timm_models_fold():
             assert not any("gamma" in n for n, _ in folded.named_parameters())
 
 
+@pytest.mark.parametrize("name, extra", [("vit_small_patch16_224", {"init_values": 1e-2}),
+                                         ("deit3_small_patch16_224", {})])
+def test_a_folded_timm_state_dict_loads_strictly_into_timm_built_with_init_values_0(name, extra):
+    """The documented target: ``init_values=0`` (``None`` is dropped by ``timm.create_model``, so a DeiT III would
+    keep its LayerScale and the strict load would fail)."""
+    timm = pytest.importorskip("timm")
+    small = dict(TINY, depth=2)
+    torch.manual_seed(0)
+    peer = randomize_vectors_(timm.create_model(name, pretrained=False, **small, **extra)).eval()
+    folded, _ = fold_state_dict(peer.state_dict())
+    plain = timm.create_model(name, pretrained=False, **small, init_values=0).eval()
+    plain.load_state_dict(folded)  # strict
+    x = torch.randn(2, 3, 32, 32)
+    torch.testing.assert_close(run(plain, x), run(peer, x), atol=1e-5, rtol=0)
+
+
 def test_hf_dinov2_folds():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -11,7 +13,7 @@ import torch.nn.functional as F
 from ..machine import machine_memory_bytes
 from ..messages import shown_value
 from .bundle import ImageDataBundle, RawImageData
-from .tensor_dataset import TensorImageDataset, channel_stats
+from .tensor_dataset import TensorImageDataset, channel_stats, check_normalization
 from .transforms import check_padding, train_augmentation
 
 # name: (crop padding at the native size, horizontal flip on by default).
@@ -94,6 +96,7 @@ def load_dataset(
     test_fraction: float = 0.2,
     seed: int = 0,
     generator: torch.Generator | None = None,
+    normalization: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> ImageDataBundle:
     """Load an image-classification dataset by name into memory, ready for a DataLoader.
 
@@ -104,7 +107,8 @@ def load_dataset(
     `seed` only matter for datasets without an official split (digits, a flat image folder).
 
     Normalisation: `mean`/`std` per channel are computed exactly from the training split and applied
-    to both splits. Augmentation (training split only, when `augment`): random crop with zero padding
+    to both splits, unless `normalization` gives them as `(mean, std)` — a pretrained model's own (timm's
+    `pretrained_cfg`), in the [0, 1] pixel scale, one value per channel, `std` > 0. Augmentation (training split only, when `augment`): random crop with zero padding
     `padding` (default 1 / 2 / 4 pixels at 8 / 28 / 32 px, scaled with `img_size`), then a horizontal
     flip if `hflip` (default on for cifar10/cifar100/imagefolder only). Random draws come from
     `generator` if given, else from the global torch RNG (see `layerscale.data.transforms`).
@@ -139,7 +143,7 @@ def load_dataset(
     def dataset(images: torch.Tensor, labels: torch.Tensor, tf=None) -> TensorImageDataset:
         return TensorImageDataset(images, labels, mean, std, raw.pixel_max, tf)
 
-    return ImageDataBundle(
+    bundle = ImageDataBundle(
         name=key,
         train=dataset(train_images, raw.train_labels, transform),
         test=dataset(test_images, raw.test_labels),
@@ -150,3 +154,16 @@ def load_dataset(
         mean=mean,
         std=std,
     )
+    return bundle if normalization is None else renormalized(bundle, normalization)
+
+
+def renormalized(bundle: ImageDataBundle, normalization: tuple[Sequence[float], Sequence[float]]) -> ImageDataBundle:
+    """``bundle`` with both splits normalised by ``normalization`` = ``(mean, std)`` — a pretrained model's own, in
+    the [0, 1] pixel scale, one value per channel — instead of its training split's statistics (the image tensors
+    are shared, nothing is re-read). A one-line ``ValueError`` for a bad ``normalization``."""
+    mean, std = check_normalization(normalization, bundle.in_chans)
+
+    def again(data: TensorImageDataset) -> TensorImageDataset:
+        return TensorImageDataset(data.images, data.labels, mean, std, data.pixel_max, data.transform)
+
+    return replace(bundle, train=again(bundle.train), test=again(bundle.test), mean=mean, std=std)

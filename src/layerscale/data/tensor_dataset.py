@@ -57,6 +57,22 @@ def channel_stats(images: torch.Tensor, pixel_max: float) -> tuple[tuple[float, 
     return tuple(means), tuple(stds)
 
 
+def check_normalization(normalization: object, channels: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(mean, std)`` given for ``channels`` channels (a pretrained model's own, e.g. timm's ``pretrained_cfg``) as
+    tuples of floats, or a one-line ``ValueError``: two sequences of ``channels`` finite numbers, every std > 0."""
+    if not isinstance(normalization, (tuple, list)) or len(normalization) != 2:
+        raise ValueError(f"normalization must be (mean, std), got {shown_value(normalization)}")
+    out = []
+    for name, values in zip(("mean", "std"), normalization):
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) != channels or any(
+                isinstance(v, bool) or not isinstance(v, numbers.Real) for v in values):
+            raise ValueError(f"normalization {name} must be {channels} number(s), one per channel, got "
+                             f"{shown_value(values)}")
+        _check_channel_values(name, torch.tensor([float(v) for v in values], dtype=torch.float64), name == "std")
+        out.append(tuple(float(v) for v in values))
+    return out[0], out[1]
+
+
 class TensorImageDataset(Dataset):
     """Images held as one uint8 tensor, normalised on access.
 

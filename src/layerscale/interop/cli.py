@@ -60,6 +60,7 @@ def check_against_model(state_dict, name: str, source_config=None) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..checkpoint_io import read_state_dict_file, save_safetensors_atomic
+    from ..weight_checks import check_finite_tensors
     from .convert import convert_state_dict, convert_with_report
 
     src, dst = Path(args.src), Path(args.dst)
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--source-config is checked against a model: pass --model NAME too")
     check_destination(src, dst, args.force)
     loaded = read_state_dict_file(src)
+    check_finite_tensors(loaded.tensors, str(src))  # as fold does: a NaN weight is no checkpoint to pass on
     tensors, report = convert_with_report(loaded.tensors, args.source, args.target, drop=args.drop)
     if args.model:
         check_against_model(convert_state_dict(loaded.tensors, report.source, "layerscale", drop=args.drop),

@@ -1,8 +1,8 @@
 """A model or a state dict with NaN or infinite weights is refused, naming the first offending tensor.
 
 A non-finite weight makes every loss, score and perplexity computed from the model meaningless (and a pruned,
-grown or folded copy inherits it), so ``analyze``, ``prune``, ``grow`` and ``fold`` check before any work (the
-loaders already refuse non-finite weights they read: :mod:`layerscale.weight_checks`).
+grown, folded or converted copy inherits it), so ``analyze``, ``prune``, ``grow``, ``fold`` and ``convert`` check
+before any work (the loaders already refuse non-finite weights they read: :mod:`layerscale.weight_checks`).
 """
 
 from __future__ import annotations

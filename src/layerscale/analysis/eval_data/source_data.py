@@ -4,8 +4,10 @@ and heals, and a disjoint evaluation split that judges.
 * **A training run** (or one of our folders with ``train.yaml``): evaluation is its held-out split (or ``--data`` /
   ``--data-path``, :func:`~layerscale.sources.run_model.load_eval_data`); calibration is its validation split when
   it has one (``data.validation_fraction``), else the start of its training split.
-* **An image model folder** (timm, ours): ``--data NAME`` (``--data-path`` its folder) at the model's image size;
-  calibration from the dataset's training split, evaluation from its test split.
+* **An image model folder** (timm, ours): ``--data NAME`` (``--data-path`` its folder) at the model's image size
+  (each image resized whole, not timm's resize-and-centre-crop); calibration from the dataset's training split,
+  evaluation from its test split. A timm model's images are normalised with its own mean and std (its
+  ``pretrained_cfg``, as timm's scripts do); ours with the training split's (as our training does).
 * **A language model folder** (Hugging Face, our GPT): the text or JSONL at ``--data-path``
   (:func:`~layerscale.data.corpus_file.read_corpus`) through the model's tokenizer (``--tokenizer``, default the
   folder's own; bytes for our byte-level GPT), cut into windows of ``--seq-len`` tokens and split by position
@@ -107,7 +109,7 @@ def _image_data(found: Any, request: DataRequest) -> SourceData:
     if request.data is None:
         raise ValueError(f"{found.path} is an image model: give the dataset with --data NAME (and its folder with "
                          "--data-path)")
-    from ...data.registry import load_dataset
+    from ...data.registry import load_dataset, renormalized
 
     model = found.model
     img_size = request.img_size or _image_size(model)
@@ -121,10 +123,33 @@ def _image_data(found: Any, request: DataRequest) -> SourceData:
     if channels is not None and channels != bundle.in_chans:
         raise ValueError(f"--data {request.data} has {bundle.in_chans} channel(s) but {found.path} takes {channels}; "
                          "the data does not fit this model")
+    normalization = _model_normalization(found)
+    if normalization is not None:
+        bundle = renormalized(bundle, normalization)
     calibration, evaluation = as_eval_set(bundle.train, request.examples), as_eval_set(bundle.test, request.examples)
+    scaled = ("the model's own mean and std (timm's resolve_data_config)" if normalization is not None
+              else "the training images' own mean and std")
     return SourceData(calibration, evaluation, False,
                       [f"calibration: {len(calibration)} training images of {bundle.name}; evaluation: "
-                       f"{len(evaluation)} test images"])
+                       f"{len(evaluation)} test images; normalised with {scaled}"])
+
+
+def _model_normalization(found: Any) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The per-channel mean and std a timm model's images are normalised with: its data configuration (timm's
+    ``resolve_data_config``, from the folder's ``pretrained_cfg``), which timm's training and evaluation scripts
+    apply. ``None`` for our models: a folder of ours was trained on its dataset's own statistics, which
+    ``load_dataset`` computes."""
+    if found.library != "timm":
+        return None
+    from timm.data import resolve_data_config
+
+    config = resolve_data_config({}, model=found.model)
+    mean, std = tuple(config["mean"]), tuple(config["std"])
+    channels = _in_chans(found.model)
+    if channels is not None and not len(mean) == len(std) == channels:
+        raise ValueError(f"{found.path}: its data configuration (pretrained_cfg) gives mean {mean} and std {std} "
+                         f"for a model of {channels} input channel(s); set one value per channel in its config.json")
+    return mean, std
 
 
 def _image_size(model: nn.Module) -> int | None:

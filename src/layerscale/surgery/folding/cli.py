@@ -6,7 +6,7 @@ is refused, naming the first such tensor, before anything is written, and so is 
 a tensor that no model of that layout has (:func:`~layerscale.interop.known_keys.unknown_weight_names`: a crafted
 name, a tensor of another model), which would otherwise be copied into DST as it is. The result loads into the same architecture
 built without scales, which depends on the method (:func:`~layerscale.surgery.folding.fold_state_dict.folded_target`):
-``residual="prenorm"`` (or a timm ViT with ``init_values=None``) for LayerScale, ``residual="tfixup"`` for ReZero
+``residual="prenorm"`` (or a timm ViT or DeiT III built with ``init_values=0``) for LayerScale, ``residual="tfixup"`` for ReZero
 and SkipInit, whose blocks have no norms.
 """
 

@@ -257,7 +257,7 @@ def fold_layerscale(model: nn.Module, inplace: bool = True) -> nn.Module:
     rounding. ``inplace=False`` folds a deep copy and leaves ``model`` untouched (``inplace`` is True or False;
     anything else, such as the truthy string ``"no"``, is a ``ValueError`` before anything changes). The folded state dict has the keys
     of the same architecture built without scales (our models: ``residual="prenorm"``, except that per-head scales
-    leave ``attn.proj`` without a bias; timm ViT: ``init_values=None``), so it loads into either; see also
+    leave ``attn.proj`` without a bias; timm ViT or DeiT III: ``init_values=0``), so it loads into either; see also
     :func:`~layerscale.surgery.fold_state_dict`, which folds a state dict without building the model.
 
     Raises ``ValueError`` naming the module, before changing anything, if a scale cannot be folded exactly (an

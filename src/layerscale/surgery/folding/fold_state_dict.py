@@ -3,7 +3,7 @@
 ``<block>.ls1.gamma`` folds into ``<block>.attn.proj``, ``<block>.ls2.gamma`` into ``<block>.mlp.fc2`` (rows of
 the weight and the bias: ``W ← diag(γ) W``, ``b ← γ ⊙ b``), ``<block>.attn.head_scale.gamma`` into the input
 columns of ``<block>.attn.proj`` belonging to each head. The folded keys are those of the same architecture
-built without scales: our models with ``residual="prenorm"``, timm ViTs with ``init_values=None`` (per-head scales
+built without scales: our models with ``residual="prenorm"``, timm ViTs and DeiT III built with ``init_values=0`` (per-head scales
 leave ``attn.proj`` without a bias, as it was built).
 """
 
@@ -84,7 +84,7 @@ def _heads(out: Mapping[str, torch.Tensor], key: str, block: str, gamma: torch.T
 
 def folded_target(folded: Mapping[str, torch.Tensor]) -> str:
     """Which model a folded state dict loads into, told from its block keys: blocks with ``norm1`` / ``norm2``
-    (LayerScale, scalar scales) → ``residual="prenorm"`` (and a timm ViT with ``init_values=None``); blocks without
+    (LayerScale, scalar scales) → ``residual="prenorm"`` (and a timm ViT or DeiT III built with ``init_values=0``); blocks without
     norms (ReZero, SkipInit) → ``residual="tfixup"``, the plain un-normalised residual ``x + F(x)``."""
     blocks = {k.split(".attn.proj.weight")[0] for k in folded if k.endswith(".attn.proj.weight")}
     has_norms = bool(blocks) and all(f"{b}.norm1.weight" in folded or f"{b}.norm1.bias" in folded for b in blocks)
@@ -92,7 +92,7 @@ def folded_target(folded: Mapping[str, torch.Tensor]) -> str:
     no_proj_bias = any(f"{b}.attn.proj.bias" not in folded for b in blocks)
     bias_note = " (with attn.proj built without a bias)" if no_proj_bias else ""
     if has_norms and not other_norms:
-        return f'the same model built with residual="prenorm"{bias_note} (a timm ViT: init_values=None)'
+        return f'the same model built with residual="prenorm"{bias_note} (a timm ViT or DeiT III: init_values=0)'
     if not blocks or other_norms or any(f"{b}.norm1.weight" in folded for b in blocks):
         return "the same architecture built without scales"
     return f'the same model built with residual="tfixup" (x + F(x), no norms in its blocks){bias_note}'

@@ -120,6 +120,18 @@ def _check_fits_memory(model_class: Any, folder: Path, kwargs: dict[str, Any]) -
                       dtype if isinstance(dtype, torch.dtype) else None)
 
 
+def _size_mismatch_line(model_class: Any, folder: Path, kwargs: dict) -> str:
+    """One line naming the tensors whose shape in the checkpoint differs from the model ``config.json`` describes
+    (transformers' own list, from a second load that keeps going past them; the model it builds is dropped)."""
+    _, info = model_class.from_pretrained(folder, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs)
+    mismatched = sorted(info.get("mismatched_keys") or (), key=str)
+    shown = "; ".join(f"{item[0]}: checkpoint {tuple(item[1])} vs config {tuple(item[2])}"
+                      if isinstance(item, (tuple, list)) and len(item) == 3 else str(item) for item in mismatched[:3])
+    more = f" (+{len(mismatched) - 3} more)" if len(mismatched) > 3 else ""
+    return (f"{folder}: the weights do not fit its config.json: {len(mismatched)} tensor(s) of another shape "
+            f"[{shown}]{more}; the config and the weights describe different models")
+
+
 def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_path: str | os.PathLike,
                                     **kwargs: Any):
     """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint saved after ``add_layerscale``.
@@ -160,7 +172,12 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
         if config is not None:
             kwargs["config"] = config
         _check_fits_memory(model_class, folder, kwargs)
-        model, info = model_class.from_pretrained(folder, output_loading_info=True, **kwargs)
+        try:
+            model, info = model_class.from_pretrained(folder, output_loading_info=True, **kwargs)
+        except RuntimeError as exc:  # transformers' size-mismatch error points at the report silenced above
+            if "ignore_mismatched_sizes" not in str(exc) or kwargs.get("ignore_mismatched_sizes"):
+                raise
+            raise ValueError(_size_mismatch_line(model_class, folder, kwargs)) from None
     finally:
         hf_logging.set_verbosity(verbosity)
     missing = sorted(info.get("missing_keys", ()))
