@@ -129,3 +129,27 @@ def test_a_stream_of_one_source_always_gains_a_new_one():
     assert len(mix.write((first,), None, update)) == 2
     two = mix.write((first, update), None, update)
     assert len(two) == 2 and torch.equal(two[1], 2 * update)
+
+
+@pytest.mark.parametrize("name", ["attnres", "attnres_block"])
+def test_a_bfloat16_model_trains_in_bfloat16(name):
+    """``model.to(torch.bfloat16)``: the depth attention computes in float32 and hands the branch norm bfloat16, as
+    every other method's stream does (it returned float32, which a bfloat16 LayerNorm refuses)."""
+    torch.manual_seed(0)
+    model = tiny_model("vit", name, depth=4).to(torch.bfloat16)
+    out = model(tiny_input("vit").to(torch.bfloat16))
+    out.float().sum().backward()
+    assert out.dtype == torch.bfloat16
+    assert all(p.grad is not None and torch.isfinite(p.grad.float()).all() for p in model.parameters())
+
+
+def test_under_autocast_a_groups_partial_sum_adds_in_float32_like_the_residual_stream():
+    """The partial sum plays the residual stream inside a group: under bfloat16 autocast it adds at the embedding's
+    float32, as a Pre-LN stream does, not at the branch outputs' bfloat16."""
+    torch.manual_seed(0)
+    model = tiny_model("vit", method(2), depth=4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        stream = model.residual_method.expand_stream(embed(model, tiny_input("vit")))
+        for block in model.blocks:
+            stream = block(stream)
+    assert len(stream) == 3 and all(source.dtype == torch.float32 for source in stream)

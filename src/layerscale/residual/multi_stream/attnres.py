@@ -104,13 +104,16 @@ def depth_attention(query: torch.Tensor, sources: tuple[torch.Tensor, ...], eps:
     """``Σ_i softmax_i(q · v_i / rms(v_i)) v_i`` over the sources ``v_i`` (each ``(..., d)``), ``q`` of shape ``(d,)``.
 
     ``q`` is the pseudo-query times the key norm's weight (``wᵀ (g ⊙ v / rms(v)) = (w ⊙ g)ᵀ v / rms(v)``). Runs in
-    the promoted dtype of its inputs (float32 at least), outside autocast, and returns that dtype.
+    the promoted dtype of its inputs, float32 at least, outside autocast, and returns the promoted dtype of its
+    inputs (bfloat16 in a bfloat16 model, whose next norm expects it; float32 under autocast, where the embedding
+    source is float32).
     """
-    dtype = torch.promote_types(torch.float32, query.dtype)
+    dtype = query.dtype
     for source in sources:
         dtype = torch.promote_types(dtype, source.dtype)
     with without_autocast(query.device.type):
-        return _DepthAttention.apply(query.to(dtype), eps, *(s.to(dtype) for s in sources))
+        work = torch.promote_types(torch.float32, dtype)
+        return _DepthAttention.apply(query.to(work), eps, *(s.to(work) for s in sources)).to(dtype)
 
 
 def sum_sources(stream: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -176,7 +179,10 @@ class DepthAttention(nn.Module):
         """
         if self.starts_source or len(carried) == 1:
             return (*carried, update)
-        return (*carried[:-1], carried[-1] + update)
+        # the partial sum is the residual stream inside a group: it adds at the embedding's precision at least, as
+        # the ordinary stream does (float32 under autocast, not the bfloat16 of the branch outputs)
+        partial = carried[-1].to(torch.promote_types(carried[0].dtype, carried[-1].dtype))
+        return (*carried[:-1], partial + update)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, starts_source={self.starts_source}"
