@@ -80,3 +80,11 @@ def test_a_config_that_disagrees_with_the_weights_shapes_is_refused_naming_a_ten
                                          r"vs config \(48, 32\); model\.embed_tokens\.weight") as info:
         _load(tmp_path)
     assert "\n" not in str(info.value) and "above report" not in str(info.value)
+
+
+def test_the_mismatch_line_also_when_the_caller_passed_ignore_mismatched_sizes_false(tmp_path):
+    _folder(tmp_path, lambda t: None)
+    config = (tmp_path / "config.json").read_text()
+    (tmp_path / "config.json").write_text(config.replace('"vocab_size": 64', '"vocab_size": 48'))
+    with pytest.raises(ValueError, match=r"2 tensor\(s\) of another shape"):
+        from_pretrained_with_layerscale(transformers.AutoModelForCausalLM, tmp_path, ignore_mismatched_sizes=False)

@@ -123,7 +123,8 @@ def _check_fits_memory(model_class: Any, folder: Path, kwargs: dict[str, Any]) -
 def _size_mismatch_line(model_class: Any, folder: Path, kwargs: dict) -> str:
     """One line naming the tensors whose shape in the checkpoint differs from the model ``config.json`` describes
     (transformers' own list, from a second load that keeps going past them; the model it builds is dropped)."""
-    _, info = model_class.from_pretrained(folder, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs)
+    retry = {**kwargs, "output_loading_info": True, "ignore_mismatched_sizes": True}
+    _, info = model_class.from_pretrained(folder, **retry)
     mismatched = sorted(info.get("mismatched_keys") or (), key=str)
     shown = "; ".join(f"{item[0]}: checkpoint {tuple(item[1])} vs config {tuple(item[2])}"
                       if isinstance(item, (tuple, list)) and len(item) == 3 else str(item) for item in mismatched[:3])
