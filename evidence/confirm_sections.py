@@ -74,7 +74,8 @@ def _stability(rows: list[dict]) -> list[str]:
 
 
 def _spikes(rows: list[dict]) -> list[str]:
-    lines = ["| study | method | depth | runs | diverged | spikes | runs with a spike |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| study | method | depth | runs | diverged | spikes | runs with a spike |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['study']} | {r['method']} | {r['depth']} | {r['runs']} | {r['diverged']} | {r['spikes']} | "
                      f"{r['runs_with_spike']} |")

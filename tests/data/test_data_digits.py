@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from layerscale.data import load_dataset
+from layerscale.data.registry import renormalized
 
 pytest.importorskip("sklearn", reason="scikit-learn (the [data] extra) is not installed")
 
@@ -45,7 +46,7 @@ def test_pixels_scale_from_0_16_to_unit_interval(digits):
 
 
 def test_a_given_normalization_replaces_the_training_splits_statistics(digits):
-    given = load_dataset("digits", normalization=([0.5], [0.25]))
+    given = renormalized(digits, ([0.5], [0.25]))
     assert (given.mean, given.std) == ((0.5,), (0.25,))
     pixels = digits.test.images[:5].float() / digits.test.pixel_max
     x = torch.stack([given.test[i][0] for i in range(5)])
@@ -56,9 +57,9 @@ def test_a_given_normalization_replaces_the_training_splits_statistics(digits):
     (([0.5, 0.5], [0.25, 0.25]), "mean must be 1 number"), (([0.5], [0.0]), r"std\[0\] must be a finite number > 0"),
     (([float("nan")], [0.2]), r"mean\[0\] must be a finite number"), (([0.5],), "must be \\(mean, std\\)"),
     ((["0.5"], [0.2]), "mean must be 1 number")])
-def test_a_bad_normalization_is_refused_in_one_line(normalization, message):
+def test_a_bad_normalization_is_refused_in_one_line(digits, normalization, message):
     with pytest.raises(ValueError, match=message):
-        load_dataset("digits", normalization=normalization)
+        renormalized(digits, normalization)
 
 
 def test_missing_sklearn_names_the_extra(monkeypatch):

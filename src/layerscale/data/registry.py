@@ -96,7 +96,6 @@ def load_dataset(
     test_fraction: float = 0.2,
     seed: int = 0,
     generator: torch.Generator | None = None,
-    normalization: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> ImageDataBundle:
     """Load an image-classification dataset by name into memory, ready for a DataLoader.
 
@@ -107,8 +106,8 @@ def load_dataset(
     `seed` only matter for datasets without an official split (digits, a flat image folder).
 
     Normalisation: `mean`/`std` per channel are computed exactly from the training split and applied
-    to both splits, unless `normalization` gives them as `(mean, std)` — a pretrained model's own (timm's
-    `pretrained_cfg`), in the [0, 1] pixel scale, one value per channel, `std` > 0. Augmentation (training split only, when `augment`): random crop with zero padding
+    to both splits (a pretrained model's own instead: :func:`renormalized`). Augmentation (training split only,
+    when `augment`): random crop with zero padding
     `padding` (default 1 / 2 / 4 pixels at 8 / 28 / 32 px, scaled with `img_size`), then a horizontal
     flip if `hflip` (default on for cifar10/cifar100/imagefolder only). Random draws come from
     `generator` if given, else from the global torch RNG (see `layerscale.data.transforms`).
@@ -143,7 +142,7 @@ def load_dataset(
     def dataset(images: torch.Tensor, labels: torch.Tensor, tf=None) -> TensorImageDataset:
         return TensorImageDataset(images, labels, mean, std, raw.pixel_max, tf)
 
-    bundle = ImageDataBundle(
+    return ImageDataBundle(
         name=key,
         train=dataset(train_images, raw.train_labels, transform),
         test=dataset(test_images, raw.test_labels),
@@ -154,7 +153,6 @@ def load_dataset(
         mean=mean,
         std=std,
     )
-    return bundle if normalization is None else renormalized(bundle, normalization)
 
 
 def renormalized(bundle: ImageDataBundle, normalization: tuple[Sequence[float], Sequence[float]]) -> ImageDataBundle:
