@@ -23,61 +23,25 @@ A model folded with :func:`layerscale.fold_layerscale` has no scale keys and loa
 
 from __future__ import annotations
 
-import sys
-from typing import Any
-
 from ..surgery.hf.hf_loader import SCALE_KEY_SUFFIX, from_pretrained_with_layerscale
+from ..surgery.hf.scaled_auto_classes import register_scaled_classes
 
 __all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale", "register_auto_classes"]
 
 #: transformers' config and causal-LM class names of the families :func:`layerscale.add_layerscale` retrofits
-_AUTO_FAMILIES = {"gpt2": ("GPT2Config", "GPT2LMHeadModel"), "llama": ("LlamaConfig", "LlamaForCausalLM"),
-                  "mistral": ("MistralConfig", "MistralForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}
-
-
-def _scaled_model_class(base: type, config_class: type) -> type:
-    """``LayerScale<base>``: ``base`` with ``config_class`` and the scales of ``add_layerscale`` (γ = 1 until the
-    checkpoint fills them) added when it is built, so transformers' own loader reads every ``layer_scale`` key."""
-    module = sys.modules[__name__]
-    name = f"LayerScale{base.__name__}"
-    existing = getattr(module, name, None)
-    if existing is not None and existing.__bases__ == (base,):
-        return existing
-
-    def __init__(self, config, *args: Any, **kwargs: Any) -> None:
-        from ..surgery import add_layerscale
-
-        base.__init__(self, config, *args, **kwargs)
-        add_layerscale(self, 1.0)
-
-    cls = type(name, (base,), {"config_class": config_class, "__init__": __init__, "__module__": __name__,
-                               "__doc__": f"{base.__name__} holding LayerScale γ in its branch outputs, built for a "
-                                          f"folder of model type {config_class.model_type!r}."})
-    setattr(module, name, cls)  # found by name: pickles
-    return cls
+_AUTO_FAMILIES = {"gpt2": ("GPT2Config", (("AutoModelForCausalLM", "GPT2LMHeadModel"),)),
+                  "llama": ("LlamaConfig", (("AutoModelForCausalLM", "LlamaForCausalLM"),)),
+                  "mistral": ("MistralConfig", (("AutoModelForCausalLM", "MistralForCausalLM"),)),
+                  "qwen2": ("Qwen2Config", (("AutoModelForCausalLM", "Qwen2ForCausalLM"),))}
 
 
 def register_auto_classes() -> list[str]:
     """Register the marked model types (``gpt2_layerscale``, ``llama_layerscale``, ``mistral_layerscale``,
     ``qwen2_layerscale``) with transformers' ``AutoConfig`` and ``AutoModelForCausalLM``, so that their
-    ``from_pretrained`` loads a folder saved after ``add_layerscale`` exactly. Idempotent; done when this module is
-    imported. Returns the registered model types."""
-    import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from ..surgery.hf.hf_layerscale_config import marked_config_class
-
-    registered = []
-    for config_name, model_name in _AUTO_FAMILIES.values():
-        base_config, base_model = getattr(transformers, config_name, None), getattr(transformers, model_name, None)
-        if base_config is None or base_model is None:  # a transformers release without this family
-            continue
-        config_class = marked_config_class(base_config)
-        model_class = _scaled_model_class(base_model, config_class)
-        AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
-        AutoModelForCausalLM.register(config_class, model_class, exist_ok=True)
-        registered.append(config_class.model_type)
-    return registered
+    ``from_pretrained`` loads a folder saved after ``add_layerscale`` exactly (the model's class is
+    ``LayerScaleLlamaForCausalLM``, ... of this module). Idempotent; done when this module is imported. Returns the
+    registered model types."""
+    return register_scaled_classes(_AUTO_FAMILIES, __name__)
 
 
 try:

@@ -20,7 +20,7 @@ from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_de
 from ..models.validation import check_bool
 from .folding.fold import scale_modules
 from .hf.hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
-from .hf.hf_layerscale_config import check_transformers, mark_layerscale_config
+from .hf.hf_layerscale_config import check_markable, mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
@@ -119,8 +119,8 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     ``layer_scale``; see :mod:`layerscale.surgery.hf.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
     (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks — on a Hugging Face language model
     that is a ``UserWarning`` (a pretrained model almost always wants ``1.0``); ``1.0`` leaves the outputs
-    unchanged exactly. On a Hugging Face language model the config's ``model_type`` gets the suffix ``_layerscale``
-    until γ is folded, so that a plain ``AutoModelForCausalLM.from_pretrained`` of its save fails instead of
+    unchanged exactly. On a Hugging Face model (a language model or a ViT) the config's ``model_type`` gets the
+    suffix ``_layerscale`` until γ is folded, so that a plain ``from_pretrained`` of its save fails instead of
     dropping γ (:mod:`layerscale.surgery.hf.hf_layerscale_config`). ``inplace=False`` modifies a deep copy. Returns
     the model.
 
@@ -136,18 +136,21 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     hf_layers = loaded_classes(_HF_VIT, "ViTLayer")
     hf_decoders = decoder_layer_types()
     actions: list[Callable[[float], None]] = []
-    blocks = decoder_blocks = 0
+    blocks = decoder_blocks = hf_blocks = 0
     for path, module in target.named_modules():
         if isinstance(module, (Block, ClassAttentionBlock)):
             blocks += _our_block(module, actions)
         elif type(module) in timm_blocks:
             blocks += _timm_vit_block(module, actions)
         elif type(module) in hf_layers:
-            blocks += _hf_vit_layer(path, module, actions)
+            found = _hf_vit_layer(path, module, actions)
+            blocks += found
+            hf_blocks += found
         elif type(module) in hf_decoders:
             found = queue_hf_decoder_layer(path, module, actions)
             blocks += found
             decoder_blocks += found
+            hf_blocks += found
     if not blocks:
         existing = _existing_scales(target)
         if existing:
@@ -163,11 +166,11 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         warnings.warn(f"add_layerscale: no init_value given, so γ starts at {value:g} (the CaiT depth rule for "
                       f"{blocks} blocks) and the outputs of this {type(model).__name__} change; a pretrained "
                       f"language model usually wants init_value=1.0 (outputs unchanged)", UserWarning, stacklevel=2)
-    if decoder_blocks:
-        check_transformers()  # before any change: an older transformers would load the saved folder without γ
+    if hf_blocks:
+        check_markable(target)  # before any change: an unmarked save would load without γ through a plain class
     with torch.no_grad():
         for add in actions:
             add(value)
-    if decoder_blocks:
+    if hf_blocks:
         mark_layerscale_config(target)  # a save of it cannot be loaded without γ by mistake
     return target

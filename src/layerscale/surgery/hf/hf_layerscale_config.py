@@ -1,47 +1,56 @@
-"""The mark a Hugging Face language model carries in its config while it holds LayerScale γ, so that a save of it
-cannot be loaded without γ by mistake.
+"""The mark a Hugging Face model (a causal LM or a ViT) carries in its config while it holds LayerScale γ, so that a
+save of it cannot be loaded without γ by mistake.
 
 ``add_layerscale`` adds γ (keys ``...layer_scale``) that plain transformers does not know: a plain load would
 build the model without γ and drop those weights, computing another function with only a load report to say so.
 While γ is present the model's config is therefore of a subclass of its own config class whose ``model_type`` is
-the original one plus ``_layerscale`` (``llama_layerscale``, ``gpt2_layerscale``); ``save_pretrained`` writes that
-type to ``config.json`` (with ``layerscale_loader`` naming the loader), and
+the original one plus ``_layerscale`` (``llama_layerscale``, ``gpt2_layerscale``, ``vit_layerscale``);
+``save_pretrained`` writes that type to ``config.json`` (with ``layerscale_loader`` naming the loader), and
 
-* ``AutoModelForCausalLM.from_pretrained(folder)`` fails with transformers' own error: it does not know the type;
-* :func:`layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale` loads it, γ included, bit for bit;
+* ``AutoModelForCausalLM.from_pretrained(folder)`` (``AutoModelForImageClassification`` / ``AutoModel`` for a
+  ViT) fails with transformers' own error: it does not know the type, until the integration module that registers
+  it is imported (:data:`INTEGRATIONS`);
+* ``from_pretrained_with_layerscale`` (:mod:`layerscale.surgery.hf.hf_loader`) loads it, γ included, bit for bit;
 * ``fold_layerscale`` removes γ and the mark: the folded model saves a plain ``config.json``;
 
-* a concrete class (``LlamaForCausalLM.from_pretrained(folder)``) fails too (transformers >= 5.9, the floor of the
-  ``hf`` extra; docs/ecosystem.md says what older releases do): the marked config
-  also holds, under :data:`GUARD_KEY`, a small dict of the original model type, and transformers' config loader,
-  given a config of another type, reads a nested dict of its own type in its place (its rule for composite
-  configs); that dict's ``vocab_size`` is a sentence saying why and how to load the folder, so the concrete
-  class's strict config check refuses it with that sentence, before any weight is read.
+* a concrete class (``LlamaForCausalLM.from_pretrained(folder)``, ``ViTForImageClassification...``) fails too
+  (transformers >= 5.9, the floor of the ``hf`` extra; docs/ecosystem.md says what older releases do): the marked
+  config also holds, under :data:`GUARD_KEY`, a small dict of the original model type, and transformers' config
+  loader, given a config of another type, reads a nested dict of its own type in its place (its rule for composite
+  configs); one integer field of that dict (``vocab_size``, or ``hidden_size`` for a config without a vocabulary:
+  :func:`guard_field`) is a sentence saying why and how to load the folder, so the concrete class's strict config
+  check refuses it with that sentence, before any weight is read.
 
 The model itself behaves as before: only ``config.model_type`` (and the two keys) differ.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
 from torch import nn
 
-__all__ = ["GUARD_KEY", "LOADER_KEY", "MIN_TRANSFORMERS", "check_transformers", "MODEL_TYPE_SUFFIX", "base_model_type", "is_marked", "marked_config_class",
-           "mark_layerscale_config", "unmark_layerscale_config"]
+__all__ = ["GUARD_KEY", "INTEGRATIONS", "LOADER_KEY", "MIN_TRANSFORMERS", "MODEL_TYPE_SUFFIX", "base_model_type",
+           "check_markable", "check_transformers", "guard_field", "is_marked", "loader_of", "mark_layerscale_config",
+           "marked_config_class", "unmark_layerscale_config"]
 
 MODEL_TYPE_SUFFIX = "_layerscale"
 #: The config key naming the loader (in ``config.json`` for a reader of the error).
 LOADER_KEY = "layerscale_loader"
-_LOADER = "layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale"
 #: The config key of the dict that makes a concrete class's ``from_pretrained`` refuse the folder (module docstring).
 GUARD_KEY = "layerscale_plain_load_guard"
 #: the oldest transformers whose concrete classes refuse a marked folder (the ``hf`` extra's floor)
 MIN_TRANSFORMERS = "5.9"
+#: base model type → (the transformers Auto class that loads its marked folder once the module is imported, the
+#: module); a type not listed is a causal LM (:mod:`layerscale.integrations.hf_causal_lm`)
+INTEGRATIONS = {"vit": ("AutoModelForImageClassification", "layerscale.integrations.hf_vision")}
+_CAUSAL_LM = ("AutoModelForCausalLM", "layerscale.integrations.hf_causal_lm")
 _GUARD_REASON = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, computing "
-                 "another function; load it with AutoModelForCausalLM.from_pretrained after importing "
-                 "layerscale.integrations.hf_causal_lm, or with " + _LOADER)
+                 "another function; load it with {auto}.from_pretrained after importing {module}, or with {loader}")
+#: the integer fields the guard may hold its sentence in, in order of preference (:func:`guard_field`)
+_GUARD_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers")
 
 
 def base_model_type(model_type: str) -> str:
@@ -72,17 +81,56 @@ def _marked_class(base: type) -> type:
     return cls
 
 
-def mark_layerscale_config(model: nn.Module) -> None:
-    """Mark the config of the Hugging Face model ``model`` (no-op without a config or when already marked)."""
+def guard_field(base: type) -> str:
+    """The field of the config class ``base`` whose value the guard replaces by its sentence: the first of
+    ``vocab_size``, ``hidden_size``, ``num_hidden_layers`` that ``base`` declares as an ``int`` (a strict dataclass
+    field, so that a string there is refused when the config is built). ``ValueError`` when it declares none of
+    them: such a config could not refuse a plain load, so it is never marked."""
+    fields = {f.name: f.type for f in dataclasses.fields(base)} if dataclasses.is_dataclass(base) else {}
+    for name in _GUARD_FIELDS:
+        if fields.get(name) in (int, "int"):
+            return name
+    raise ValueError(f"{base.__name__} declares none of {', '.join(_GUARD_FIELDS)} as an int field, so a folder "
+                     f"saved with LayerScale could not refuse a plain load; add_layerscale is not supported on it")
+
+
+def loader_of(model_type: str) -> tuple[str, str, str]:
+    """``(Auto class, integration module, loader function)`` that read a marked folder of the base ``model_type``."""
+    auto, module = INTEGRATIONS.get(model_type, _CAUSAL_LM)
+    return auto, module, f"{module}.from_pretrained_with_layerscale"
+
+
+def _config_to_mark(model: nn.Module) -> Any:
+    """``model``'s config when it is a Hugging Face config not yet marked, else ``None``."""
     config = getattr(model, "config", None)
     if config is None or is_marked(config) or not isinstance(getattr(type(config), "model_type", None), str):
+        return None
+    return config
+
+
+def check_markable(model: nn.Module) -> None:
+    """Refuse, in one line and before any change, a Hugging Face ``model`` whose config could not be marked
+    (:func:`check_transformers`, :func:`guard_field`); no-op without a config or when already marked."""
+    config = _config_to_mark(model)
+    if config is not None:
+        check_transformers()
+        guard_field(type(config))
+
+
+def mark_layerscale_config(model: nn.Module) -> None:
+    """Mark the config of the Hugging Face model ``model`` (no-op without a config or when already marked)."""
+    check_markable(model)
+    config = _config_to_mark(model)
+    if config is None:
         return
-    check_transformers()
     base = type(config)
+    field = guard_field(base)
+    auto, module, loader = loader_of(base.model_type)
     config.__class__ = _marked_class(base)
-    setattr(config, LOADER_KEY, _LOADER)
+    setattr(config, LOADER_KEY, loader)
     setattr(config, GUARD_KEY, {"model_type": base.model_type,
-                                "vocab_size": _GUARD_REASON.format(cls=base.__name__.removesuffix("Config"))})
+                                field: _GUARD_REASON.format(cls=base.__name__.removesuffix("Config"), auto=auto,
+                                                            module=module, loader=loader)})
 
 
 def installed_transformers() -> str:

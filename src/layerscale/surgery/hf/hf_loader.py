@@ -1,14 +1,16 @@
-"""Load a Hugging Face causal LM that was saved after :func:`layerscale.add_layerscale`, γ included, bit for bit:
-:func:`from_pretrained_with_layerscale` (any class, ``AutoModelForCausalLM`` or concrete) is the usual
-``from_pretrained`` for everything else, then the scales ``add_layerscale`` creates, added back and filled from the
-checkpoint.
+"""Load a Hugging Face model (a causal LM or a ViT) that was saved after :func:`layerscale.add_layerscale`, γ
+included, bit for bit: :func:`from_pretrained_with_layerscale` (any class, ``AutoModelForCausalLM``,
+``AutoModelForImageClassification`` or concrete) is the usual ``from_pretrained`` for everything else, then the
+scales ``add_layerscale`` creates, added back and filled from the checkpoint.
 
 The saved folder holds the scales beside the other weights (keys ``...c_proj.layer_scale`` /
-``...o_proj.layer_scale`` / ``...down_proj.layer_scale``, :data:`SCALE_KEY_SUFFIX`) and ``config.json`` with
-``model_type`` ``<type>_layerscale`` (:mod:`layerscale.surgery.hf.hf_layerscale_config`). The loader lives here, with
-the surgery that writes such folders, so that the one source resolver (:mod:`layerscale.sources.model_folder`) reads
-them without climbing to :mod:`layerscale.integrations`; :mod:`layerscale.integrations.hf_causal_lm` re-exports it
-and registers transformers' Auto classes for the same folders.
+``...o_proj.layer_scale`` / ``...down_proj.layer_scale``, a ViT's ``...attention.output.dense.layer_scale`` /
+``...output.dense.layer_scale``; :data:`SCALE_KEY_SUFFIX`) and ``config.json`` with ``model_type``
+``<type>_layerscale`` (:mod:`layerscale.surgery.hf.hf_layerscale_config`). The loader lives here, with the surgery
+that writes such folders, so that the one source resolver (:mod:`layerscale.sources.model_folder`) reads them
+without climbing to :mod:`layerscale.integrations`; :mod:`layerscale.integrations.hf_causal_lm` and
+:mod:`layerscale.integrations.hf_vision` re-export it and register transformers' Auto classes for the same
+folders.
 """
 
 from __future__ import annotations
@@ -133,6 +135,23 @@ def _size_mismatch_line(model_class: Any, folder: Path, kwargs: dict) -> str:
             f"[{shown}]{more}; the config and the weights describe different models")
 
 
+def _scales_by_checkpoint_name(model: Any) -> dict[str, torch.nn.Parameter]:
+    """``model``'s scales under the names ``save_pretrained`` writes them (transformers >= 5.9 saves a ViT under its
+    older layer names: ``vit.layers.0.attention.o_proj.layer_scale`` is written as
+    ``vit.encoder.layer.0.attention.output.dense.layer_scale``; transformers' own ``revert_weight_conversion``,
+    :func:`~.loaded_as_saved.as_checkpoint_names`). A conversion that would give anything but the parameters
+    themselves under new names (a merge or a split) is a ``ValueError``: their values could not be filled."""
+    from .loaded_as_saved import as_checkpoint_names
+
+    own = {name: p for name, p in model.named_parameters() if name.endswith(SCALE_KEY_SUFFIX)}
+    renamed = as_checkpoint_names(model, dict(own))
+    ids = {id(p) for p in own.values()}
+    if len(renamed) != len(own) or any(id(t) not in ids for t in renamed.values()):
+        raise ValueError(f"{type(model).__name__}: transformers saves its LayerScale scales by another conversion "
+                         f"than a renaming ({len(own)} scales, {len(renamed)} saved tensors); not supported")
+    return renamed
+
+
 def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_path: str | os.PathLike,
                                     **kwargs: Any):
     """``model_class.from_pretrained(path, **kwargs)`` for a checkpoint saved after ``add_layerscale``.
@@ -190,7 +209,7 @@ def from_pretrained_with_layerscale(model_class: Any, pretrained_model_name_or_p
         check_model_as_saved(model, folder)
         return (model, info) if wants_info else model
     add_layerscale(model, 1.0)
-    params = {name: p for name, p in model.named_parameters() if name.endswith(SCALE_KEY_SUFFIX)}
+    params = _scales_by_checkpoint_name(model)
     if set(params) != set(scales):
         missing, extra = sorted(set(params) - set(scales)), sorted(set(scales) - set(params))
         raise ValueError(f"{folder}: the checkpoint's LayerScale keys do not match {type(model).__name__} after "

@@ -22,7 +22,8 @@ from typing import Any
 
 from ...untrusted_files import MAX_CONFIG_BYTES, UntrustedFileError
 
-__all__ = ["ADAPTER_CONFIG", "BOUNDED_JSON_FILES", "check_model_as_saved", "check_model_folder_files"]
+__all__ = ["ADAPTER_CONFIG", "BOUNDED_JSON_FILES", "as_checkpoint_names", "check_model_as_saved",
+           "check_model_folder_files"]
 
 #: the file that makes ``from_pretrained`` load a PEFT adapter from the folder
 ADAPTER_CONFIG = "adapter_config.json"
@@ -48,7 +49,7 @@ def _patterns(model: Any, *attributes: str) -> list[re.Pattern]:
     return [re.compile(pattern) for attribute in attributes for pattern in (getattr(model, attribute, None) or ())]
 
 
-def _as_checkpoint_names(model: Any, state: dict) -> dict:
+def as_checkpoint_names(model: Any, state: dict) -> dict:
     """``state`` under the names ``save_pretrained`` would write (transformers' ``revert_weight_conversion``, on
     releases that have it; before it, the names are the model's own)."""
     try:
@@ -71,5 +72,5 @@ def check_model_as_saved(model: Any, folder: Path) -> None:
     def may_skip(name: str) -> bool:
         return any(p.search(name) for p in computed + ignored)
 
-    check_loaded_as_saved(_as_checkpoint_names(model, dict(model.state_dict())), checkpoint_tensors(folder),
+    check_loaded_as_saved(as_checkpoint_names(model, dict(model.state_dict())), checkpoint_tensors(folder),
                           str(folder), prefix=f"{prefix}." if prefix else "", may_skip=may_skip)
