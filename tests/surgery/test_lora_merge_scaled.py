@@ -78,3 +78,17 @@ def test_plain_peft_merges_a_scaled_layer_into_another_function():
         adapted = wrapped(tokens).logits
         merged = wrapped.merge_and_unload().eval()(tokens).logits
     assert (merged - adapted).abs().max() > 1e-2
+
+
+def test_the_merge_leaves_each_parameter_as_trainable_as_it_was_before_the_adapters():
+    """peft freezes every base weight; merge_lora used to make all of them trainable, unfreezing what the user had
+    frozen (here the embedding and γ), so a training after the merge trained them silently."""
+    model = _llama(scaled=True)
+    frozen = {"model.embed_tokens.weight"} | {n for n, _ in model.named_parameters() if n.endswith(".layer_scale")}
+    for name, param in model.named_parameters():
+        param.requires_grad_(name not in frozen)
+    wrapped = add_lora(model, rank=2)
+    assert all("lora_" in n for n, p in wrapped.named_parameters() if p.requires_grad)
+    merged = merge_lora(wrapped)
+    assert {n for n, p in merged.named_parameters() if not p.requires_grad} == frozen
+    assert len(frozen) == 5 and sum(p.requires_grad for p in merged.parameters()) > 0

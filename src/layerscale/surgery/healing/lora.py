@@ -182,21 +182,26 @@ def add_lora(model: nn.Module, rank: int = 8, alpha: float | None = None):
         from peft import LoraConfig, get_peft_model
     except ImportError:
         raise ImportError("LoRA healing needs peft: pip install 'torch-layerscale[lora]'") from None
+    trainable = {id(param): param.requires_grad for param in model.parameters()}  # peft freezes all; merge restores
     # the adapter before γ (module docstring)
     _replace_children(model, (LayerScaledLinear, LayerScaledConv1D), ScaledBranch)
     targets = _named_targets(model)
     config = LoraConfig(r=rank, lora_alpha=float(alpha if alpha is not None else 2 * rank), lora_dropout=0.0,
                         target_modules=list(targets), bias="none",
                         fan_in_fan_out=_fan_in_fan_out(list(targets.values()), model))
-    return get_peft_model(model, config)
+    wrapped = get_peft_model(model, config)
+    wrapped.layerscale_trainable_before_lora = trainable
+    return wrapped
 
 
 def merge_lora(wrapped) -> nn.Module:
     """The base model with the adapters of ``wrapped`` (from :func:`add_lora`) merged into its weights, each
     :class:`ScaledBranch` joined back into the ``LayerScaledLinear`` / ``LayerScaledConv1D`` it split: the same
-    function as the adapted model."""
+    function as the adapted model. Each parameter is trainable again exactly when it was before :func:`add_lora`
+    (peft froze them all): a weight the user froze stays frozen."""
+    trainable = getattr(wrapped, "layerscale_trainable_before_lora", {})
     merged = wrapped.merge_and_unload()
     _replace_children(merged, (ScaledBranch,), ScaledBranch.joined)
-    for param in merged.parameters():
-        param.requires_grad_(True)
+    for param in merged.parameters():  # as before add_lora (peft froze every base weight; they are the same tensors)
+        param.requires_grad_(trainable.get(id(param), True))
     return merged
