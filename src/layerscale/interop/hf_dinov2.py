@@ -14,9 +14,10 @@ DINOv2's position embedding covers the class token too: load it into our ViT bui
 ``no_embed_class=False``. Hugging Face interpolates the position embedding whenever the image grid differs from the
 stored one, so compare outputs at the configured ``image_size``. ``mask_token`` only serves masked-image
 pre-training and has no counterpart in our ViT (dropped on import, written as zeros — its initial value — on
-export); our classification ``head`` has no slot in ``Dinov2Model`` (dropped on export). The classifier of
-``Dinov2ForImageClassification`` reads ``[cls; mean(patches)]`` and cannot become our ``head``: drop it explicitly
-(``drop=("classifier.",)``) to convert the backbone. The SwiGLU variant (``use_swiglu_ffn``) is not supported.
+export); a model without LayerScale is written with ``lambda1 = 1`` (the same function); our classification
+``head`` has no slot in ``Dinov2Model`` (dropped on export). The classifier of ``Dinov2ForImageClassification``
+reads ``[cls; mean(patches)]`` and cannot become our ``head``: drop it explicitly (``drop=("classifier.",)``) to
+convert the backbone. The SwiGLU variant (``use_swiglu_ffn``) is not supported.
 """
 
 from __future__ import annotations
@@ -33,11 +34,25 @@ B = "blocks.{i}."
 MASK_TOKEN = "embeddings.mask_token"
 
 
-def _add_mask_token(state_dict: dict[str, torch.Tensor], report: ConversionReport) -> None:
+def _add_dinov2_keys(state_dict: dict[str, torch.Tensor], report: ConversionReport) -> None:
+    """What ``Dinov2Model`` holds and our ViT may lack: ``mask_token`` (zeros, its initial value) and, for a model
+    without LayerScale, each block's ``layer_scale{1,2}.lambda1`` (ones: ``x + 1 ⊙ F(x)`` is what the model
+    computed; left out, transformers would fill them with the target config's ``layerscale_value``)."""
     cls = state_dict.get("embeddings.cls_token")
     if cls is not None and MASK_TOKEN not in state_dict:
         state_dict[MASK_TOKEN] = cls.new_zeros(1, cls.shape[-1])
         report.added.append((MASK_TOKEN, "zeros (Hugging Face's initial value; used only in masked pre-training)"))
+    added = 0
+    for key in [k for k in state_dict if k.startswith("encoder.layer.") and k.endswith(".norm1.weight")]:
+        layer = key[: -len("norm1.weight")]
+        for n in (1, 2):
+            scale = f"{layer}layer_scale{n}.lambda1"
+            if scale not in state_dict:
+                state_dict[scale] = torch.ones_like(state_dict[key])
+                added += 1
+    if added:
+        report.added.append((f"encoder.layer.{{i}}.layer_scale{{1,2}}.lambda1 ({added} tensors)",
+                             "ones (the model has no LayerScale: γ = 1 computes what it did)"))
 
 
 def _check_pos_embed(state_dict: dict[str, torch.Tensor]) -> None:
@@ -93,6 +108,6 @@ HF_DINOV2 = KeyFormat(
     import_drops=(Dropped(MASK_TOKEN, "masked-image pre-training token, no counterpart in our ViT"),),
     export_drops=(Dropped("head.{p}", "Dinov2Model has no classification head"),),
     strip_prefixes=("dinov2.",),
-    export_hook=_add_mask_token,
+    export_hook=_add_dinov2_keys,
     check=_check_pos_embed,
 )

@@ -24,6 +24,9 @@ from ..messages import shown_name, shown_names
 __all__ = ["Rule", "Dropped", "KeyFormat", "ConversionReport", "format_keys", "unchanged"]
 
 _PLACEHOLDERS = {"i": r"(?P<i>\d+)", "p": r"(?P<p>weight|bias)"}
+#: our LayerScale keys, and the weight of the linear each one scales the output of
+_SCALE_KEY = re.compile(r"(?P<block>.+)\.ls(?P<branch>[12])\.gamma")
+_BRANCH_OUTPUT = {"1": "attn.proj.weight", "2": "mlp.fc2.weight"}
 _TOKEN = re.compile(r"\{(\w+)\}")
 
 
@@ -272,6 +275,23 @@ class KeyFormat:
         out[key] = tensor
 
     # ---- ours -> external -------------------------------------------------------------------------------------
+    def _check_per_channel_scales(self, state_dict: StateDict) -> None:
+        """``ValueError`` for a scale ``...ls{1,2}.gamma`` that is not one value per channel of its branch's output
+        (a scalar scale, ``residual="scalar"`` and the like, has shape ``(1,)``): every format's slot for it is
+        per-channel, and a target library would refuse a ``(1,)`` tensor there at its strict load, or read it
+        broadcast as another parameter. Never broadcast to fit: folding keeps the function exactly."""
+        for key, tensor in state_dict.items():
+            found = _SCALE_KEY.fullmatch(key)
+            if found is None:
+                continue
+            output = state_dict.get(f"{found['block']}.{_BRANCH_OUTPUT[found['branch']]}")
+            width = output.shape[0] if isinstance(output, torch.Tensor) and output.dim() == 2 else None
+            if tensor.dim() != 1 or (width is not None and tensor.shape[0] != width):
+                expected = f"({width},)" if width is not None else "(width,)"
+                raise ValueError(f"{shown_name(key)} has shape {tuple(tensor.shape)}; the {self.name} format holds a "
+                                 f"per-channel scale of shape {expected} there; fold the scales into their linears "
+                                 f"first (layerscale fold: the same function, no scale keys left)")
+
     def from_canonical(self, state_dict: StateDict, report: ConversionReport,
                        like: Iterable[str] | None = None) -> StateDict:
         """Rename our ``state_dict`` into this format; keys this format has no slot for raise ``ValueError``.
@@ -281,6 +301,7 @@ class KeyFormat:
         """
         if self.check is not None:
             self.check(state_dict)
+        self._check_per_channel_scales(state_dict)
         if like is None and self.legacy_rules and self.installed_keys is not None:
             like = self.installed_keys()
         legacy = like is not None and self.uses_legacy_names(like)
