@@ -64,8 +64,54 @@ def test_unreadable_image_names_file(tmp_path):
 
 def test_empty_folder(tmp_path):
     (tmp_path / "cats").mkdir()
-    with pytest.raises(ValueError, match="no .* images found"):
+    with pytest.raises(ValueError, match="cats: a class folder with no .* image; every sub-folder is a class"):
         load_dataset("imagefolder", tmp_path, img_size=8)
+
+
+def test_a_class_folder_without_images_is_refused_not_made_an_extra_class(tmp_path):
+    """It became a class no example has (4 outputs for 3 classes, chance at ln 4), without a word."""
+    _write_class_images(tmp_path, per_class=2)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.txt").write_text("about the data")
+    with pytest.raises(ValueError, match="notes: a class folder with no .* image") as refused:
+        load_dataset("imagefolder", tmp_path, img_size=8)
+    assert "\n" not in str(refused.value)
+
+
+def test_hidden_entries_inside_class_folders_are_passed_over(tmp_path):
+    """A Jupyter checkpoint copy of every image inside its class folder doubled the data, and 8 of 12 test images
+    were copies of training images (audit 2026-12-07)."""
+    _write_class_images(tmp_path, per_class=5)
+    for name in COLOURS:
+        hidden = tmp_path / name / ".ipynb_checkpoints"
+        hidden.mkdir()
+        for image in (tmp_path / name).glob("*.png"):
+            (hidden / image.name).write_bytes(image.read_bytes())
+        (tmp_path / name / "._0.png").write_bytes(b"AppleDouble metadata, not an image")
+    bundle = load_dataset("imagefolder", tmp_path, img_size=8)
+    assert (len(bundle.train), len(bundle.test)) == (12, 3)
+
+
+@pytest.mark.parametrize("link", ["image", "class folder"])
+def test_a_symbolic_link_inside_the_folder_is_refused_by_name(tmp_path, link):
+    root, outside = tmp_path / "data", tmp_path / "outside"
+    _write_class_images(root, per_class=2)
+    _write_class_images(outside, per_class=2)
+    if link == "image":
+        (root / "red" / "linked.png").symlink_to(outside / "red" / "1.png")
+        expected = r"red/linked\.png: is a symbolic link inside the image folder"
+    else:
+        (root / "yellow").symlink_to(outside / "red", target_is_directory=True)
+        expected = r"yellow: is a symbolic link inside the image folder .*; expected one sub-folder per class"
+    with pytest.raises(ValueError, match=expected):
+        load_dataset("imagefolder", root, img_size=8)
+
+
+def test_the_folder_given_may_itself_be_a_link(tmp_path):
+    _write_class_images(tmp_path / "data", per_class=5)
+    (tmp_path / "latest").symlink_to(tmp_path / "data", target_is_directory=True)
+    bundle = load_dataset("imagefolder", tmp_path / "latest", img_size=8)
+    assert (len(bundle.train), len(bundle.test)) == (12, 3)
 
 
 def test_missing_pillow_gives_clear_import_error(tmp_path, monkeypatch):

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from ..messages import shown_name
+from ..paths import describe_non_file
+from ..untrusted_files import regular_files
 from .bundle import RawImageData
+from .folder_files import folder_files
 from .split import stratified_split
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
@@ -24,8 +30,31 @@ def _require_pil() -> Any:
 
 
 def _class_dirs(root: Path) -> list[Path]:
-    # Hidden folders (.ipynb_checkpoints, .git) are never classes.
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The class folders of ``root``: its non-hidden sub-folders (``.ipynb_checkpoints``, ``.git`` are never
+    classes). A symbolic link or special file among them is refused in one line (:func:`.folder_files`)."""
+    _, others = regular_files(root)
+    classes = []
+    for name in others:
+        if name.startswith("."):
+            continue
+        entry = root / name
+        if not stat.S_ISDIR(os.lstat(entry).st_mode):
+            kind = "a symbolic link" if entry.is_symlink() else describe_non_file(entry) or "no folder"
+            raise ValueError(f"{shown_name(str(entry))}: is {kind} inside the image folder {shown_name(str(root))}; "
+                             f"expected one sub-folder per class")
+        classes.append(entry)
+    return sorted(classes)
+
+
+def _image_files(cls_dir: Path) -> list[Path]:
+    """The images of one class folder, recursively (:func:`.folder_files`: hidden entries passed over, links and
+    special files refused); a ``ValueError`` when it holds none: every sub-folder is a class, and an empty one
+    would add an output no example can have."""
+    files = [path for _, path in folder_files(cls_dir, "image folder") if path.suffix.lower() in IMAGE_SUFFIXES]
+    if not files:
+        raise ValueError(f"{shown_name(str(cls_dir))}: a class folder with no {'/'.join(sorted(IMAGE_SUFFIXES))} "
+                         f"image; every sub-folder is a class: add images or remove it")
+    return files
 
 
 def _read_images(root: Path, classes: list[str], img_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -34,9 +63,8 @@ def _read_images(root: Path, classes: list[str], img_size: int) -> tuple[torch.T
     for label, cls in enumerate(classes):
         cls_dir = root / cls
         if not cls_dir.is_dir():
-            continue  # a test split may lack some of the train split's classes
-        files = sorted(p for p in cls_dir.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
-        for path in files:
+            continue  # a test split may lack some of the train split's classes (a link was refused before)
+        for path in _image_files(cls_dir):
             try:
                 with Image.open(path) as img:
                     # fit = resize the shorter side then centre-crop, so aspect ratio is kept.
@@ -59,8 +87,11 @@ def read_imagefolder(
     Layouts: `data_dir/train/<class>/...` with `data_dir/test/<class>/...` (or `val/`), or plain
     `data_dir/<class>/...`, split by `stratified_split(labels, test_fraction, seed)`. Classes are the
     sorted train sub-folder names; a test class absent from train is an error. Images are resized on
-    their shorter side and centre-cropped. Raises ImportError without Pillow, FileNotFoundError for a
-    missing directory, ValueError for an empty folder or an unreadable image.
+    their shorter side and centre-cropped. The folder is read as made by someone else: hidden entries
+    (`.ipynb_checkpoints/`, `._x.png`) are passed over, a symbolic link or special file inside it is
+    refused by name, never followed (`data_dir` itself may be a link: the path the user gave). Raises
+    ImportError without Pillow, FileNotFoundError for a missing directory, ValueError for an empty
+    folder, a class folder without images, a link or an unreadable image.
     """
     if data_dir is None:
         raise ValueError("imagefolder: no data directory given; set data.path to a folder with one sub-folder per "
@@ -68,6 +99,7 @@ def read_imagefolder(
     root = Path(data_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: image folder not found")
+    root = root.resolve() if root.is_symlink() else root
     if (root / "train").is_dir():
         train_root = root / "train"
         test_root = next((root / n for n in ("test", "val") if (root / n).is_dir()), None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -11,10 +10,10 @@ import torch
 from torch.utils.data import Dataset
 
 from ..machine import machine_memory_bytes
-from ..messages import shown_name
-from ..paths import describe_non_file, refuse_non_file
-from ..untrusted_files import read_regular_file, regular_files
+from ..paths import refuse_non_file
+from ..untrusted_files import read_regular_file
 from .bundle import TextDataBundle
+from .folder_files import folder_files
 
 BYTE_VOCAB_SIZE = 256
 FILE_SEPARATOR = b"\n"
@@ -62,29 +61,6 @@ def _check_total(where: Path, sizes: list[int], limit: int) -> None:
                          f"machine's memory, {limit} bytes")
 
 
-def _folder_files(folder: Path) -> list[tuple[str, Path]]:
-    """``(relative path, path)`` of every non-hidden regular file under ``folder``, recursively, read as a folder
-    someone else made (:func:`~layerscale.untrusted_files.regular_files`): a symbolic link or a special file (a
-    FIFO, a device, a socket) in it is refused in one line naming it, never followed or opened."""
-    found, stack = [], [(folder, "")]
-    while stack:
-        directory, prefix = stack.pop()
-        files, others = regular_files(directory)
-        found += [(prefix + name, directory / name) for name in files if not name.startswith(".")]
-        for name in others:
-            if name.startswith("."):
-                continue
-            entry = directory / name
-            mode = os.lstat(entry).st_mode
-            if stat.S_ISDIR(mode):
-                stack.append((entry, f"{prefix}{name}/"))
-            else:
-                kind = "a symbolic link" if stat.S_ISLNK(mode) else describe_non_file(entry) or "no regular file"
-                raise ValueError(f"{shown_name(str(entry))}: is {kind} inside the text folder "
-                                 f"{shown_name(str(folder))}; expected regular files and folders only")
-    return sorted(found)  # by relative path string: stable across filesystems
-
-
 def read_text_bytes(path: str | Path) -> bytes:
     """The bytes of `path`: a file as is; every non-hidden file under a folder, recursively, in sorted
     relative-path order; or every file matching a glob pattern (`/usr/share/vim/vim90/doc/*.txt`) in sorted path
@@ -110,7 +86,7 @@ def read_text_bytes(path: str | Path) -> bytes:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: text file or folder not found")
     # the folder the user named may be a link to it; what is inside it is someone else's
-    files = _folder_files(path.resolve() if path.is_symlink() else path)
+    files = folder_files(path.resolve() if path.is_symlink() else path, "text folder")
     _check_total(path, [os.lstat(p).st_size for _, p in files], limit)
     parts, left = [], limit
     for _, file in files:  # each read bounded by what is left: a file grown since is refused (UntrustedFileError)
