@@ -17,7 +17,9 @@ Contract:
   Face's), and are off otherwise.
 * ``loss_fn(output, target) -> scalar``: the training loss (mean over the batch). Default: cross-entropy, on class
   logits ``(B, C)`` with integer targets ``(B,)``, or on next-token logits ``(B, T, V)`` with targets ``(B, T)``
-  (the dataset yields ``(tokens, next tokens)``); the kind is read from the first training sample's target.
+  (the dataset yields ``(tokens, next tokens)``); the kind is read from the first training sample's target. A
+  target of ``-100`` (the ignore index, Hugging Face's padding label) is left out of the loss, the accuracy and
+  the counts (:mod:`layerscale.train.loop.objective`).
 * ``config``: the ``data`` (``batch_size``, ``eval_batch_size``, ``num_workers`` only), ``optim``, ``run`` and
   ``diagnostics`` sections of :class:`~layerscale.train.config.schema.TrainConfig`; no ``model`` section.
 * Resume: ``run(model=same_architecture, train_data=same_data, loss_fn=same_loss, resume=RUN_DIR)``, with no

@@ -9,6 +9,12 @@ Default objective (``loss_fn=None``), cross-entropy over class logits:
 ``loss = CE(softmax(logits), y)`` with label smoothing ε (Szegedy et al., 2016, eq. 1 of §7:
 ``q' = (1 - ε)·onehot(y) + ε/C``) in training and none in evaluation; accuracy is ``argmax(logits) == y``.
 
+A target equal to :data:`IGNORE_INDEX` (``-100``: PyTorch's ``cross_entropy`` default, and the label Hugging Face
+pads sequences with) is left out of all three: the loss (as ``cross_entropy`` leaves it out), the correct count and
+``n``, so that a padded batch's loss, accuracy and perplexity are those of its real targets. (Until 2026-12-07 ``n``
+counted the padding: every pad was a free perfect token, and a padded evaluation's perplexity read 60.6 for 159.5.)
+A training batch whose every target is ignored has no loss (``nan``).
+
 A user loss (``loss_fn(output, target) -> scalar``, mean over the batch) replaces the cross-entropy; ``n`` is then
 the batch size, the evaluation loss is the batch-size-weighted mean of ``loss_fn`` over batches, and accuracy is
 counted only when the output and target have the default objective's shapes (else it is ``nan`` and left out of
@@ -22,9 +28,18 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-__all__ = ["LossFn", "batch_objective", "eval_objective"]
+__all__ = ["IGNORE_INDEX", "LossFn", "batch_objective", "eval_objective"]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+#: the target that marks a position to leave out (``torch.nn.functional.cross_entropy``'s ``ignore_index``)
+IGNORE_INDEX = -100
+
+
+def _counted(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(correct, n)`` over the positions whose target is not :data:`IGNORE_INDEX` (tensors: no device sync)."""
+    kept = labels != IGNORE_INDEX
+    return ((logits.argmax(-1) == labels) & kept).sum(), kept.sum()
 
 
 def _class_view(output: torch.Tensor, target: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -52,14 +67,15 @@ def _default_view(output: torch.Tensor, target: torch.Tensor, kind: str) -> tupl
 
 
 def batch_objective(output: torch.Tensor, target: torch.Tensor, kind: str, loss_fn: LossFn | None,
-                    label_smoothing: float) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Training ``(loss, correct, n)`` of one batch (``correct`` is a tensor, ``nan`` when undefined)."""
+                    label_smoothing: float) -> tuple[torch.Tensor, torch.Tensor, int | torch.Tensor]:
+    """Training ``(loss, correct, n)`` of one batch (``correct`` is a tensor, ``nan`` when undefined; ``n`` an int,
+    or a tensor counting the targets not ignored)."""
     if loss_fn is None:
         logits, labels = _default_view(output, target, kind)
-        loss = F.cross_entropy(logits.float(), labels, label_smoothing=label_smoothing)
+        loss = F.cross_entropy(logits.float(), labels, label_smoothing=label_smoothing, ignore_index=IGNORE_INDEX)
         with torch.no_grad():
-            correct = (logits.argmax(-1) == labels).sum()
-        return loss, correct, labels.numel()
+            correct, n = _counted(logits, labels)
+        return loss, correct, n
     loss = loss_fn(output, target)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ValueError(f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
@@ -69,12 +85,12 @@ def batch_objective(output: torch.Tensor, target: torch.Tensor, kind: str, loss_
 
 
 def eval_objective(output: torch.Tensor, target: torch.Tensor, kind: str,
-                   loss_fn: LossFn | None) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Evaluation ``(summed loss, correct, n)`` of one batch (no label smoothing)."""
+                   loss_fn: LossFn | None) -> tuple[torch.Tensor, torch.Tensor, int | torch.Tensor]:
+    """Evaluation ``(summed loss, correct, n)`` of one batch (no label smoothing; ignored targets left out)."""
     if loss_fn is None:
         logits, labels = _default_view(output, target, kind)
-        loss_sum = F.cross_entropy(logits.float(), labels, reduction="sum")
-        return loss_sum, (logits.argmax(-1) == labels).sum(), labels.numel()
+        loss_sum = F.cross_entropy(logits.float(), labels, reduction="sum", ignore_index=IGNORE_INDEX)
+        return (loss_sum, *_counted(logits, labels))
     n = len(target)
     loss_sum = loss_fn(output, target).detach().float().reshape(()) * n
     return loss_sum, _correct_or_nan(output, target, kind, loss_sum.device), n

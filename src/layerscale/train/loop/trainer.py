@@ -246,7 +246,7 @@ class Trainer:
         with torch.no_grad():
             bad = (~torch.isfinite(loss.detach())) | (~torch.isfinite(grad_norm.detach()))
             stats = torch.stack([loss.detach().double() * n, correct.double(),
-                                 torch.tensor(float(n), dtype=torch.float64, device=loss.device), bad.double()])
+                                 torch.as_tensor(n, device=loss.device).double(), bad.double()])
         all_reduce(stats, self.ctx)
         if stats[3].item() > 0:
             self._handle_nonfinite(x, rng_before, loss.detach(), grad_norm.detach())

@@ -38,10 +38,15 @@ def example_correct(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def window_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``(B,)`` mean next-token cross-entropy (nats) of each window (logits ``(B, T, V)``, targets ``(B, T)``)."""
+    """``(B,)`` mean next-token cross-entropy (nats) of each window (logits ``(B, T, V)``, targets ``(B, T)``), over
+    the targets that are not ``-100`` (the ignore index the trainer's objective leaves out; a window of padding
+    alone has no mean: ``nan``)."""
     losses = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                                               reduction="none")
-    return losses.reshape(targets.shape).mean(dim=-1)
+                                               reduction="none").reshape(targets.shape)
+    kept = targets != -100
+    if bool(kept.all()):
+        return losses.mean(dim=-1)
+    return losses.sum(dim=-1) / kept.sum(dim=-1)
 
 
 def _pack_bits(bits: torch.Tensor) -> bytes:
