@@ -33,6 +33,7 @@ from .callbacks import Callback
 from .state.checkpoint import check_same_architecture, load_checkpoint
 from .config.schema import TrainConfig
 from .config.config_file import apply_overrides, dump_config, load_config_file
+from .state.split_fit import check_same_split
 from .setup.initial_weights import load_initial_weights
 from .setup.model_build import build_model
 from .config.config_source import load_config_source
@@ -153,6 +154,8 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(out)))
     if resume_dir is not None:
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(resume_dir)))
+    if checkpoint is not None:  # it has trained: its held-out examples stay held out
+        check_same_split(TrainConfig.from_dict(_raw_config(None, resume_dir)).data, cfg.data, resume_dir)
     _check_extras(cfg)
 
     with distributed_run(cfg) as ctx:
