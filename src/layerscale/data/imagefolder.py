@@ -11,9 +11,8 @@ import torch
 
 from ..messages import shown_name
 from ..paths import describe_non_file
-from ..untrusted_files import regular_files
+from ..untrusted_files import folder_files, regular_files
 from .bundle import RawImageData
-from .folder_files import folder_files
 from .split import stratified_split
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
@@ -31,7 +30,8 @@ def _require_pil() -> Any:
 
 def _class_dirs(root: Path) -> list[Path]:
     """The class folders of ``root``: its non-hidden sub-folders (``.ipynb_checkpoints``, ``.git`` are never
-    classes). A symbolic link or special file among them is refused in one line (:func:`.folder_files`)."""
+    classes). A symbolic link or special file among them is refused in one line, as
+    :func:`~layerscale.untrusted_files.folder_files` refuses one inside a class folder."""
     _, others = regular_files(root)
     classes = []
     for name in others:
@@ -47,9 +47,9 @@ def _class_dirs(root: Path) -> list[Path]:
 
 
 def _image_files(cls_dir: Path) -> list[Path]:
-    """The images of one class folder, recursively (:func:`.folder_files`: hidden entries passed over, links and
-    special files refused); a ``ValueError`` when it holds none: every sub-folder is a class, and an empty one
-    would add an output no example can have."""
+    """The images of one class folder, recursively (:func:`~layerscale.untrusted_files.folder_files`: hidden
+    entries passed over, links and special files refused); a ``ValueError`` when it holds none: every sub-folder is
+    a class, and an empty one would add an output no example can have."""
     files = [path for _, path in folder_files(cls_dir, "image folder") if path.suffix.lower() in IMAGE_SUFFIXES]
     if not files:
         raise ValueError(f"{shown_name(str(cls_dir))}: a class folder with no {'/'.join(sorted(IMAGE_SUFFIXES))} "

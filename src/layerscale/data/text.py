@@ -11,9 +11,8 @@ from torch.utils.data import Dataset
 
 from ..machine import machine_memory_bytes
 from ..paths import refuse_non_file
-from ..untrusted_files import read_regular_file
+from ..untrusted_files import folder_files, read_regular_file
 from .bundle import TextDataBundle
-from .folder_files import folder_files
 
 BYTE_VOCAB_SIZE = 256
 FILE_SEPARATOR = b"\n"
