@@ -133,3 +133,14 @@ def test_a_diagnostics_callback_passed_from_python_replaces_the_configs(tmp_path
     run(tiny_config(optim={"max_steps": 20}), out=tmp_path / "r", callbacks=[DiagnosticsCallback(every=20)])
     steps = [r["step"] for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r.get("split") == "diagnostics"]
     assert steps == [1, 20]
+
+
+@pytest.mark.parametrize("validation_fraction, warned", [(0.0, True), (0.1, False)])
+def test_early_stopping_on_the_test_split_is_said_on_stderr(tmp_path, capsys, validation_fraction, warned):
+    """Without a validation split, evaluations read the test split, so run.patience stops on it (audit
+    2026-12-07: documented, but nothing said so when it happened)."""
+    config = tiny_config(data={"validation_fraction": validation_fraction},
+                         run={"patience": 2, "eval_every_steps": 4, "progress": "log"})
+    run(config, out=tmp_path / "run")
+    err = capsys.readouterr().err
+    assert ("warning: run.patience 2 stops on the test split (the run has no validation split)" in err) is warned

@@ -48,7 +48,7 @@ from .distributed import (
 )
 from .records.metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
 from .state.run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
-from .records.run_summary import warmup_warning, workers_resume_warning
+from .records.run_summary import test_selection_warning, warmup_warning, workers_resume_warning
 from .state.train_state import check_position
 from .state.train_state_fit import check_state_fits
 from .loop.trainer import Trainer
@@ -240,9 +240,10 @@ def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data:
             print(f"{what}: {run_dir}\n{data.description}; {trainer.total_steps} steps "
                   f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
                   flush=True)
-        warning = warmup_warning(cfg.optim.warmup_steps, trainer.total_steps)
-        if warning is not None:
-            print(warning, file=sys.stderr, flush=True)
+        for warning in (warmup_warning(cfg.optim.warmup_steps, trainer.total_steps),
+                        test_selection_warning(cfg.run.patience, trainer.eval_on)):
+            if warning is not None:
+                print(warning, file=sys.stderr, flush=True)
         if cfg.data.num_workers > 0:
             warnings.warn(workers_resume_warning(cfg.data.num_workers), UserWarning, stacklevel=4)
     barrier(ctx)

@@ -14,7 +14,8 @@ from typing import Any
 
 from .metrics_log import METRICS_FILE, read_metrics
 
-__all__ = ["final_line", "format_duration", "parameter_count", "warmup_warning", "workers_resume_warning"]
+__all__ = ["final_line", "format_duration", "parameter_count", "test_selection_warning", "warmup_warning",
+           "workers_resume_warning"]
 
 
 def format_duration(seconds: float) -> str:
@@ -84,6 +85,16 @@ def warmup_warning(warmup_steps: int, total_steps: int) -> str | None:
     if warmup_steps and warmup_steps >= total_steps:
         return (f"warning: optim.warmup_steps {warmup_steps} >= the run's {total_steps} total steps: the learning "
                 "rate never reaches optim.lr and the cosine never starts; lower optim.warmup_steps or train longer")
+    return None
+
+
+def test_selection_warning(patience: int, eval_on: str) -> str | None:
+    """The warning for early stopping that reads the test split (``run.patience`` with no validation split:
+    evaluations then read the test split, so the stop, and the best score, are chosen on it), else ``None``."""
+    if patience and eval_on == "test":
+        return (f"warning: run.patience {patience} stops on the test split (the run has no validation split), so "
+                "its test score is no longer held out; set data.validation_fraction (e.g. 0.1) to stop on a "
+                "validation split")
     return None
 
 
