@@ -48,7 +48,7 @@ from .distributed import (
 )
 from .records.metrics_log import METRICS_FILE, TENSORBOARD_DIR, MetricsLog, truncate_metrics
 from .state.run_lock import RunDirectoryInUse, hold_run_dir, is_empty_run_dir
-from .records.run_summary import test_selection_warning, warmup_warning, workers_resume_warning
+from .records.run_summary import early_stop_on_test_warning, warmup_warning, workers_resume_warning
 from .state.train_state import check_position
 from .state.train_state_fit import check_state_fits
 from .loop.trainer import Trainer
@@ -241,7 +241,7 @@ def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data:
                   f"({trainer.steps_per_epoch} per epoch), {ctx.world_size} process(es), {ctx.device}",
                   flush=True)
         for warning in (warmup_warning(cfg.optim.warmup_steps, trainer.total_steps),
-                        test_selection_warning(cfg.run.patience, trainer.eval_on)):
+                        early_stop_on_test_warning(cfg.run.patience, trainer.eval_on)):
             if warning is not None:
                 print(warning, file=sys.stderr, flush=True)
         if cfg.data.num_workers > 0:

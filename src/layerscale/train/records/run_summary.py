@@ -14,7 +14,7 @@ from typing import Any
 
 from .metrics_log import METRICS_FILE, read_metrics
 
-__all__ = ["final_line", "format_duration", "parameter_count", "test_selection_warning", "warmup_warning",
+__all__ = ["final_line", "format_duration", "parameter_count", "early_stop_on_test_warning", "warmup_warning",
            "workers_resume_warning"]
 
 
@@ -88,7 +88,7 @@ def warmup_warning(warmup_steps: int, total_steps: int) -> str | None:
     return None
 
 
-def test_selection_warning(patience: int, eval_on: str) -> str | None:
+def early_stop_on_test_warning(patience: int, eval_on: str) -> str | None:
     """The warning for early stopping that reads the test split (``run.patience`` with no validation split:
     evaluations then read the test split, so the stop, and the best score, are chosen on it), else ``None``."""
     if patience and eval_on == "test":
