@@ -14,7 +14,7 @@ from typing import Any
 
 from .metrics_log import METRICS_FILE, read_metrics
 
-__all__ = ["final_line", "format_duration", "parameter_count", "early_stop_on_test_warning", "warmup_warning",
+__all__ = ["early_stop_on_test_warning", "final_line", "format_duration", "parameter_count", "warmup_warning",
            "workers_resume_warning"]
 
 
