@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UntrustedFileError", "NotJSONError", "JSONTooDeepError", "read_regular_file", "read_text_file",
-           "regular_files", "folder_files", "parse_json", "read_json_file",
+           "regular_files", "visible_entries", "folder_files", "parse_json", "read_json_file",
            "MAX_CONFIG_BYTES", "MAX_JSON_DEPTH", "MAX_RECORD_BYTES"]
 
 #: the deepest JSON nesting any record of ours has is 6 (a study.json's base config); 32 leaves room to grow
@@ -117,31 +117,42 @@ def regular_files(folder: str | os.PathLike) -> tuple[list[str], list[str]]:
     return sorted(files), sorted(other)
 
 
+def visible_entries(directory: Path, what: str, within: Path | None = None,
+                    expected: str = "regular files and folders only") -> tuple[list[str], list[Path]]:
+    """``(names, folders)``: the non-hidden regular files directly in ``directory`` (sorted names) and its
+    non-hidden sub-folders (sorted paths); hidden entries (a name starting with ``.``) are passed over. A symbolic
+    link or a special file (a FIFO, a device, a socket) is refused in one line naming it, ``what`` the folder
+    ``within`` (default ``directory``) is, and what was ``expected`` there: never followed or opened."""
+    from .messages import shown_name
+    from .paths import describe_non_file
+
+    files, others = regular_files(directory)
+    folders = []
+    for name in others:
+        if name.startswith("."):
+            continue
+        entry = directory / name
+        mode = os.lstat(entry).st_mode
+        if not stat.S_ISDIR(mode):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else describe_non_file(entry) or "no regular file"
+            raise ValueError(f"{shown_name(str(entry))}: is {kind} inside the {what} "
+                             f"{shown_name(str(within or directory))}; expected {expected}")
+        folders.append(entry)
+    return [name for name in files if not name.startswith(".")], folders
+
+
 def folder_files(folder: Path, what: str) -> list[tuple[str, Path]]:
     """``(relative path, path)`` of every non-hidden regular file under ``folder``, recursively, sorted by relative
     path (stable across filesystems). Hidden entries (a name starting with ``.``: ``.ipynb_checkpoints/``,
     ``.git/``, macOS's ``._x.png``) are passed over with everything under them. A symbolic link or a special file (a
     FIFO, a device, a socket) is refused in one line naming it and ``what`` the folder is (``"text folder"``),
-    never followed or opened (:func:`regular_files`)."""
-    from .messages import shown_name
-    from .paths import describe_non_file
-
+    never followed or opened (:func:`visible_entries`)."""
     found, stack = [], [(folder, "")]
     while stack:
         directory, prefix = stack.pop()
-        files, others = regular_files(directory)
-        found += [(prefix + name, directory / name) for name in files if not name.startswith(".")]
-        for name in others:
-            if name.startswith("."):
-                continue
-            entry = directory / name
-            mode = os.lstat(entry).st_mode
-            if stat.S_ISDIR(mode):
-                stack.append((entry, f"{prefix}{name}/"))
-            else:
-                kind = "a symbolic link" if stat.S_ISLNK(mode) else describe_non_file(entry) or "no regular file"
-                raise ValueError(f"{shown_name(str(entry))}: is {kind} inside the {what} "
-                                 f"{shown_name(str(folder))}; expected regular files and folders only")
+        files, folders = visible_entries(directory, what, folder)
+        found += [(prefix + name, directory / name) for name in files]
+        stack += [(sub, f"{prefix}{sub.name}/") for sub in folders]
     return sorted(found)
 
 

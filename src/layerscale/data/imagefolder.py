@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..messages import shown_name
-from ..paths import describe_non_file
-from ..untrusted_files import folder_files, regular_files
+from ..untrusted_files import folder_files, visible_entries
 from .bundle import RawImageData
 from .split import stratified_split
 
@@ -30,20 +27,9 @@ def _require_pil() -> Any:
 
 def _class_dirs(root: Path) -> list[Path]:
     """The class folders of ``root``: its non-hidden sub-folders (``.ipynb_checkpoints``, ``.git`` are never
-    classes). A symbolic link or special file among them is refused in one line, as
-    :func:`~layerscale.untrusted_files.folder_files` refuses one inside a class folder."""
-    _, others = regular_files(root)
-    classes = []
-    for name in others:
-        if name.startswith("."):
-            continue
-        entry = root / name
-        if not stat.S_ISDIR(os.lstat(entry).st_mode):
-            kind = "a symbolic link" if entry.is_symlink() else describe_non_file(entry) or "no folder"
-            raise ValueError(f"{shown_name(str(entry))}: is {kind} inside the image folder {shown_name(str(root))}; "
-                             f"expected one sub-folder per class")
-        classes.append(entry)
-    return sorted(classes)
+    classes). A symbolic link or special file among them is refused in one line
+    (:func:`~layerscale.untrusted_files.visible_entries`)."""
+    return visible_entries(root, "image folder", expected="one sub-folder per class")[1]
 
 
 def _image_files(cls_dir: Path) -> list[Path]:
