@@ -145,7 +145,8 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         return run_user_model(model, train_data, eval_data, config, loss_fn=loss_fn, overrides=overrides, out=out,
                               resume=resume, callbacks=callbacks)
     resume_dir, checkpoint = _resolve_resume(resume) if resume is not None else (None, None)
-    raw = apply_overrides(_raw_config(config, resume_dir), list(overrides))
+    given = _raw_config(config, resume_dir)  # on resume: the config the run trained with
+    raw = apply_overrides(given, list(overrides))
     try:
         cfg = TrainConfig.from_dict(raw)
     except ValueError as exc:
@@ -155,7 +156,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
     if resume_dir is not None:
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(resume_dir)))
     if checkpoint is not None:  # it has trained: its held-out examples stay held out
-        check_same_split(TrainConfig.from_dict(_raw_config(None, resume_dir)).data, cfg.data, resume_dir)
+        check_same_split(TrainConfig.from_dict(given).data, cfg.data, resume_dir)
     _check_extras(cfg)
 
     with distributed_run(cfg) as ctx:
