@@ -119,10 +119,10 @@ def check_markable(model: nn.Module) -> None:
 
 def mark_layerscale_config(model: nn.Module) -> None:
     """Mark the config of the Hugging Face model ``model`` (no-op without a config or when already marked)."""
-    check_markable(model)
     config = _config_to_mark(model)
     if config is None:
         return
+    check_transformers()
     base = type(config)
     field = guard_field(base)
     auto, module, loader = loader_of(base.model_type)

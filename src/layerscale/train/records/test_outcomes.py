@@ -43,7 +43,7 @@ def window_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     alone has no mean: ``nan``)."""
     losses = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1),
                                                reduction="none").reshape(targets.shape)
-    kept = targets != -100
+    kept = targets != -100  # the objective's IGNORE_INDEX (records sit below loop: not imported from it)
     if bool(kept.all()):
         return losses.mean(dim=-1)
     return losses.sum(dim=-1) / kept.sum(dim=-1)
