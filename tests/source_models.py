@@ -127,3 +127,31 @@ def tiny_gpt_folder(tmp_path: Path) -> tuple[Path, Path]:
     text = tmp_path / "text.txt"
     text.write_text("the quick brown fox jumps over the lazy dog. " * 40, encoding="utf-8")
     return folder, text
+
+
+def hf_vit(layers: int = 3, channels: int = 1, seed: int = 0):
+    """A Hugging Face ``ViTForImageClassification`` for 8×8 images of 10 classes (scikit-learn's digits)."""
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.ViTConfig(image_size=8, patch_size=4, num_channels=channels, hidden_size=32,
+                                    num_hidden_layers=layers, num_attention_heads=2, intermediate_size=64,
+                                    num_labels=10)
+    return transformers.ViTForImageClassification(config).eval()
+
+
+def hf_dinov2(layers: int = 3, seed: int = 0, **backbone):
+    """A Hugging Face ``Dinov2ForImageClassification`` for 8×8 one-channel images of 10 classes, its LayerScale
+    ``lambda1`` drawn at random (so folding it is not the identity); ``backbone``: ``out_indices`` and the like."""
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.Dinov2Config(image_size=8, patch_size=4, num_channels=1, hidden_size=32,
+                                       num_hidden_layers=layers, num_attention_heads=2, mlp_ratio=2, num_labels=10,
+                                       **backbone)
+    model = transformers.Dinov2ForImageClassification(config).eval()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("lambda1"):
+                param.uniform_(0.2, 1.5)
+    return model

@@ -164,10 +164,11 @@ def test_the_check_itself_names_a_weight_the_library_changed(tmp_path):
     check_loaded_as_saved(loaded, iter([*saved, ("mask", torch.ones(1))]), "f", may_skip=lambda n: n == "mask")
 
 
-def test_a_folder_of_no_causal_language_model_is_refused_in_a_short_line(tmp_path):
-    """transformers' own refusal of a ViT folder as a causal LM listed every type it knows (3,300 characters)."""
-    config = transformers.ViTConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                                    image_size=8, patch_size=4, num_channels=1, num_labels=10)
-    transformers.ViTForImageClassification(config).save_pretrained(tmp_path / "vit")
-    message = _refused(tmp_path / "vit", "a Hugging Face 'vit' model", "causal language models", "analyze_depth")
+def test_a_folder_of_neither_a_causal_language_model_nor_an_image_classifier_is_refused_in_a_short_line(tmp_path):
+    """transformers' own refusal of a folder of another task listed every type it knows (3,300 characters)."""
+    config = transformers.DistilBertConfig(dim=16, n_layers=2, n_heads=2, hidden_dim=32, vocab_size=50,
+                                           max_position_embeddings=16)
+    transformers.DistilBertForMaskedLM(config).save_pretrained(tmp_path / "distilbert")
+    message = _refused(tmp_path / "distilbert", "a Hugging Face 'distilbert' model", "causal language models",
+                       "image classifiers", "analyze_depth")
     assert len(message) < 400

@@ -2,7 +2,8 @@
 weights file or shards with their index), told apart by ``config.json``:
 
 * ``"library": "torch-layerscale"`` — ours, read with ``VisionTransformer/CaiT/GPT.from_pretrained``;
-* ``"model_type"`` — a Hugging Face causal LM, read with ``AutoModelForCausalLM.from_pretrained`` (a model saved
+* ``"model_type"`` — a Hugging Face causal LM or image classifier, read with ``AutoModelForCausalLM`` /
+  ``AutoModelForImageClassification.from_pretrained`` by its model type (:func:`hf_auto_class_name`; a model saved
   with LayerScale keeps its scales: :func:`~layerscale.surgery.hf.hf_loader.from_pretrained_with_layerscale`);
 * ``"architecture"`` with ``"pretrained_cfg"`` — timm, built with ``timm.create_model("local-dir:FOLDER")`` and
   filled strictly from its weights file (:mod:`layerscale.sources.timm_folder`).
@@ -24,8 +25,8 @@ from torch import nn
 from ..messages import shown_value
 from ..untrusted_files import MAX_CONFIG_BYTES, UntrustedFileError, parse_json, read_regular_file, regular_files
 
-__all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "our_model_classes", "read_model_folder",
-           "quiet_transformers",
+__all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "hf_auto_class_name", "our_model_classes",
+           "read_model_folder", "quiet_transformers",
            "TOKENIZER_FILES", "tokenizer_files"]
 
 #: The files of a Hugging Face tokenizer (``save_pretrained`` of a tokenizer), copied into edited model folders.
@@ -84,23 +85,31 @@ def _ours(folder: Path, config: dict) -> nn.Module:
     return classes[name].from_pretrained(folder)
 
 
-def _check_causal_lm(folder: Path, config: dict) -> None:
-    """A one-line ``ValueError`` for a Hugging Face model type that is no causal language model (a ViT, DINOv2, BERT
-    folder): transformers' own refusal lists every causal type it knows, thousands of characters."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+def hf_auto_class_name(folder: Path, config: dict) -> str:
+    """The transformers Auto class a Hugging Face folder is read with, by its (unmarked) ``model_type``:
+    ``AutoModelForCausalLM`` for a causal language model, ``AutoModelForImageClassification`` for an image
+    classifier (ViT, DeiT, DINOv2, ...); a one-line ``ValueError`` for any other type (a BERT or CLIP folder):
+    transformers' own refusal lists every type it knows, thousands of characters."""
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES)
 
     from ..surgery.hf.hf_layerscale_config import base_model_type
 
     model_type = config.get("model_type")
-    if isinstance(model_type, str) and base_model_type(model_type) not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        raise ValueError(f"{folder}: a Hugging Face {shown_value(model_type)} model; model folders of Hugging Face "
-                         "are read as causal language models (AutoModelForCausalLM): give another model to "
-                         "layerscale.analysis.analyze_depth from Python")
+    base = base_model_type(model_type) if isinstance(model_type, str) else None
+    if base in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "AutoModelForCausalLM"
+    if base in MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES:
+        return "AutoModelForImageClassification"
+    raise ValueError(f"{folder}: a Hugging Face {shown_value(model_type)} model; model folders of Hugging Face are "
+                     "read as causal language models (AutoModelForCausalLM) or image classifiers "
+                     "(AutoModelForImageClassification): give another model to layerscale.analysis.analyze_depth "
+                     "from Python")
 
 
 def _transformers(folder: Path, config: dict) -> nn.Module:
     try:
-        from transformers import AutoModelForCausalLM
+        import transformers
     except ImportError:
         raise ImportError(f"{folder} is a Hugging Face model folder; reading it needs transformers: "
                           f"pip install 'torch-layerscale[hf]'") from None
@@ -108,9 +117,9 @@ def _transformers(folder: Path, config: dict) -> nn.Module:
     from ..surgery.hf.shard_index import checked_shard_names
 
     checked_shard_names(folder)  # a shard name outside the folder is refused before transformers joins it
-    _check_causal_lm(folder, config)
+    auto_class = getattr(transformers, hf_auto_class_name(folder, config))
     with quiet_transformers():
-        return from_pretrained_with_layerscale(AutoModelForCausalLM, folder).eval()
+        return from_pretrained_with_layerscale(auto_class, folder).eval()
 
 
 @contextmanager

@@ -9,7 +9,8 @@ SOURCE is one of
   ``train.yaml`` those commands write beside a model that came from a run, it carries that run's config and data;
 * a **timm folder** (``save_for_hf``: ``config.json`` with ``architecture`` and ``pretrained_cfg``);
 * a **Hugging Face folder** (``config.json`` with ``model_type``, one weights file or shards with their index, and
-  the tokenizer files when the model has a tokenizer).
+  the tokenizer files when the model has a tokenizer): a causal language model, or an image classifier (ViT, DeiT,
+  DINOv2) with its image processor's ``preprocessor_config.json`` when it was saved with one.
 
 Every folder ``prune`` and ``grow`` write is one of the last three. The model is refused, naming the first offending
 tensor, when a weight is NaN or infinite (:mod:`~layerscale.sources.finite`). Errors are ``FileNotFoundError``
@@ -49,8 +50,11 @@ class SourceModel:
 
     @property
     def is_language_model(self) -> bool:
-        """A causal language model (Hugging Face, or our GPT): it reads token ids."""
-        return self.library == "transformers" or hasattr(self.model, "vocab_size")
+        """A causal language model (Hugging Face, or our GPT): it reads token ids. A Hugging Face model says so by
+        its ``main_input_name`` (``"input_ids"``; an image classifier's is ``"pixel_values"``)."""
+        if self.library == "transformers":
+            return getattr(self.model, "main_input_name", None) == "input_ids"
+        return hasattr(self.model, "vocab_size")
 
 
 def _run_of_folder(model: nn.Module, folder: Path) -> Any:

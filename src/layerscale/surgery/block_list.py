@@ -25,6 +25,7 @@ from torch import nn
 
 from .block_families.base import BlockFamily
 from .block_families.hf_decoder import HFDecoderFamily
+from .block_families.hf_encoder import HFEncoderFamily
 from .block_families.ours import OurFamily
 from .block_families.timm_cait import TimmCaitFamily
 from .block_families.timm_vit import TimmViTFamily
@@ -33,12 +34,13 @@ __all__ = ["BlockFamily", "block_family", "FAMILY_NAMES"]
 
 
 def _families() -> list[BlockFamily]:
-    return [OurFamily(), TimmViTFamily(), TimmCaitFamily(), HFDecoderFamily()]
+    return [OurFamily(), TimmViTFamily(), TimmCaitFamily(), HFDecoderFamily(), HFEncoderFamily()]
 
 
 #: the families the editor knows, for messages
 FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransformer (ViT, DeiT III)", "timm Cait",
-                "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2)")
+                "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2)",
+                "Hugging Face ViT and DINOv2 (with or without registers)")
 
 
 def block_family(model: nn.Module) -> BlockFamily:

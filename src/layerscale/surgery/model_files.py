@@ -26,7 +26,7 @@ from ..sources.model_folder import quiet_transformers as _quiet_transformers
 from .growth.new_blocks import NEW_BLOCKS_KEY, new_block_indices
 
 __all__ = ["SourceModel", "read_source_model", "write_model_folder", "check_destination_folder", "run_of_checkpoint",
-           "TRAIN_CONFIG_NAME"]
+           "processor_file_contents", "tokenizer_file_contents", "TRAIN_CONFIG_NAME"]
 
 #: The reader of every source (:func:`layerscale.sources.read_source`), under the name surgery has always used.
 read_source_model = read_source
@@ -100,11 +100,28 @@ def _write_transformers(model: nn.Module, folder: Path) -> list[str]:
     with _quiet_transformers():
         model.save_pretrained(folder)
     scaled = any(name.endswith(".layer_scale") for name, _ in model.named_parameters())
+    image = getattr(model, "main_input_name", None) == "pixel_values"
+    auto = "AutoModelForImageClassification" if image else "AutoModelForCausalLM"
     if scaled:
-        return ["layerscale.integrations.hf_causal_lm.from_pretrained_with_layerscale(AutoModelForCausalLM, DEST) "
+        module = "hf_vision" if image else "hf_causal_lm"
+        return [f"layerscale.integrations.{module}.from_pretrained_with_layerscale({auto}, DEST) "
                 "(plain from_pretrained refuses the folder: its model_type is marked <type>_layerscale, "
                 "docs/growth.md; --fold writes a model that plain from_pretrained loads)"]
-    return ["AutoModelForCausalLM.from_pretrained(DEST)"]
+    return [f"{auto}.from_pretrained(DEST)"]
+
+
+def processor_file_contents(source: SourceModel) -> dict[str, bytes]:
+    """The image processor's ``preprocessor_config.json`` of a Hugging Face source folder (name → bytes, read
+    without following links and bounded in size), so the edited image model keeps the normalisation its inputs
+    get; empty for other sources."""
+    from ..sources.image_processor import PROCESSOR_FILE
+    from ..sources.model_folder import MAX_CONFIG_BYTES
+    from ..untrusted_files import read_regular_file
+
+    path = source.path / PROCESSOR_FILE
+    if source.library != "transformers" or not source.path.is_dir() or not (path.exists() or path.is_symlink()):
+        return {}
+    return {PROCESSOR_FILE: read_regular_file(path, MAX_CONFIG_BYTES)}
 
 
 def tokenizer_file_contents(folder: str | os.PathLike | None) -> dict[str, bytes]:

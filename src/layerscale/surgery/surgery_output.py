@@ -8,7 +8,8 @@ from typing import Any
 
 from torch import nn
 
-from .model_files import TRAIN_CONFIG_NAME, SourceModel, tokenizer_file_contents, write_model_folder
+from .model_files import (TRAIN_CONFIG_NAME, SourceModel, processor_file_contents, tokenizer_file_contents,
+                          write_model_folder)
 
 __all__ = ["finish_write", "train_config_text"]
 
@@ -31,15 +32,19 @@ def train_config_text(model: nn.Module, run: Any, dest: Path) -> str:
 def finish_write(model: nn.Module, source: SourceModel, dest: Path, surgery: dict[str, Any], *,
                  fold: bool = False) -> list[str]:
     """Write ``model`` to ``dest`` (see :func:`~layerscale.surgery.model_files.write_model_folder`) with the source's
-    tokenizer files, so the folder is a complete source again; returns the lines to print."""
+    tokenizer files and image processor's config, so the folder is a complete source again; returns the lines to
+    print."""
     if fold:
         from .folding.fold import fold_layerscale
 
+        from .block_list import block_family
+
         fold_layerscale(model)
+        block_family(model).keep_folded_loadable(model)
         surgery = {**surgery, "folded": True}
     extra = {TRAIN_CONFIG_NAME: train_config_text(model, source.run, dest)} if source.run is not None else {}
-    tokenizer = tokenizer_file_contents(source.tokenizer)
-    how = write_model_folder(model, source.library, dest, surgery=surgery, extra_files={**tokenizer, **extra})
+    companions = {**tokenizer_file_contents(source.tokenizer), **processor_file_contents(source)}
+    how = write_model_folder(model, source.library, dest, surgery=surgery, extra_files={**companions, **extra})
     lines = [f"wrote {dest}; load it with {how[0]}", *how[1:]]
     if extra:
         only_new = " [--set optim.trainable=new_blocks]" if surgery.get("operation") == "grow" else ""

@@ -4,10 +4,12 @@ and heals, and a disjoint evaluation split that judges.
 * **A training run** (or one of our folders with ``train.yaml``): evaluation is its held-out split (or ``--data`` /
   ``--data-path``, :func:`~layerscale.sources.run_model.load_eval_data`); calibration is its validation split when
   it has one (``data.validation_fraction``), else the start of its training split.
-* **An image model folder** (timm, ours): ``--data NAME`` (``--data-path`` its folder) at the model's image size
-  (each image resized whole, not timm's resize-and-centre-crop); calibration from the dataset's training split,
-  evaluation from its test split. A timm model's images are normalised with its own mean and std (its
-  ``pretrained_cfg``, as timm's scripts do); ours with the training split's (as our training does).
+* **An image model folder** (timm, ours, a Hugging Face image classifier): ``--data NAME`` (``--data-path`` its
+  folder) at the model's image size (each image resized whole, not timm's resize-and-centre-crop); calibration from
+  the dataset's training split, evaluation from its test split. A timm model's images are normalised with its own
+  mean and std (its ``pretrained_cfg``, as timm's scripts do); a Hugging Face model's with its image processor's
+  (``preprocessor_config.json``, as its pipelines do), or, saved without one, with the training split's; ours with
+  the training split's (as our training does).
 * **A language model folder** (Hugging Face, our GPT): the text or JSONL at ``--data-path``
   (:func:`~layerscale.data.corpus_file.read_corpus`) through the model's tokenizer (``--tokenizer``, default the
   folder's own; bytes for our byte-level GPT), cut into windows of ``--seq-len`` tokens and split by position
@@ -26,6 +28,7 @@ from typing import Any
 
 from torch import nn
 
+from ...sources.image_processor import PROCESSOR_FILE
 from .evaluation import EvalSet, as_eval_set
 
 __all__ = ["TextOptions", "DataRequest", "SourceData", "source_data", "embedding_rows", "max_positions"]
@@ -115,7 +118,7 @@ def _image_data(found: Any, request: DataRequest) -> SourceData:
     img_size = request.img_size or _image_size(model)
     bundle = load_dataset(request.data, request.data_path, augment=False, img_size=img_size, test_fraction=0.2,
                           seed=0)
-    classes = getattr(model, "num_classes", None)
+    classes = _num_classes(model)
     if isinstance(classes, int) and classes != bundle.num_classes:
         raise ValueError(f"--data {request.data} has {bundle.num_classes} classes but {found.path} has "
                          f"num_classes={classes}; the data does not fit this model")
@@ -127,18 +130,29 @@ def _image_data(found: Any, request: DataRequest) -> SourceData:
     if normalization is not None:
         bundle = renormalized(bundle, normalization)
     calibration, evaluation = as_eval_set(bundle.train, request.examples), as_eval_set(bundle.test, request.examples)
-    scaled = ("the model's own mean and std (timm's resolve_data_config)" if normalization is not None
-              else "the training images' own mean and std")
+    if found.library == "timm":
+        scaled = "the model's own mean and std (timm's resolve_data_config)"
+    elif normalization is not None:
+        scaled = f"the model's image processor's mean and std ({PROCESSOR_FILE})"
+    else:
+        scaled = "the training images' own mean and std" + (f" (the folder has no {PROCESSOR_FILE})"
+                                                           if found.library == "transformers" else "")
     return SourceData(calibration, evaluation, False,
                       [f"calibration: {len(calibration)} training images of {bundle.name}; evaluation: "
                        f"{len(evaluation)} test images; normalised with {scaled}"])
 
 
 def _model_normalization(found: Any) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    """The per-channel mean and std a timm model's images are normalised with: its data configuration (timm's
-    ``resolve_data_config``, from the folder's ``pretrained_cfg``), which timm's training and evaluation scripts
-    apply. ``None`` for our models: a folder of ours was trained on its dataset's own statistics, which
-    ``load_dataset`` computes."""
+    """The per-channel mean and std a model's images are normalised with: a timm model's data configuration
+    (timm's ``resolve_data_config``, from the folder's ``pretrained_cfg``), which timm's training and evaluation
+    scripts apply; a Hugging Face model's image processor (its folder's ``preprocessor_config.json``,
+    :func:`~layerscale.sources.image_processor.processor_normalization`), which its pipelines apply. ``None`` for
+    our models (a folder of ours was trained on its dataset's own statistics, which ``load_dataset`` computes) and
+    for a Hugging Face folder saved without its image processor."""
+    if found.library == "transformers":
+        from ...sources.image_processor import processor_normalization
+
+        return processor_normalization(found.path, _in_chans(found.model) or 3)
     if found.library != "timm":
         return None
     from timm.data import resolve_data_config
@@ -152,9 +166,26 @@ def _model_normalization(found: Any) -> tuple[tuple[float, ...], tuple[float, ..
     return mean, std
 
 
+def _hf_config_value(model: nn.Module, key: str) -> Any:
+    """``model.config.<key>`` of a Hugging Face model (``None`` for others)."""
+    config = getattr(model, "config", None)
+    return getattr(config, key, None) if config is not None and not isinstance(config, dict) else None
+
+
+def _num_classes(model: nn.Module) -> int | None:
+    """Output classes of an image model (ours and timm: ``num_classes``; Hugging Face: ``config.num_labels``)."""
+    classes = getattr(model, "num_classes", None)
+    return classes if isinstance(classes, int) else _hf_config_value(model, "num_labels")
+
+
 def _image_size(model: nn.Module) -> int | None:
     size = getattr(model, "img_size", None)
     if isinstance(size, int):
+        return size
+    size = _hf_config_value(model, "image_size")  # Hugging Face: an int, or (height, width)
+    if isinstance(size, (tuple, list)) and len(size) == 2 and size[0] == size[1]:
+        size = size[0]
+    if isinstance(size, int) and not isinstance(size, bool):
         return size
     cfg = model.__dict__.get("pretrained_cfg")
     if isinstance(cfg, dict) and isinstance(cfg.get("input_size"), (tuple, list)):
@@ -165,9 +196,13 @@ def _image_size(model: nn.Module) -> int | None:
 
 
 def _in_chans(model: nn.Module) -> int | None:
-    """Input channels of an image model (ours: ``in_chans``; timm: its patch embedding's convolution)."""
+    """Input channels of an image model (ours: ``in_chans``; timm: its patch embedding's convolution; Hugging
+    Face: ``config.num_channels``)."""
     channels = getattr(model, "in_chans", None)
     if isinstance(channels, int):
+        return channels
+    channels = _hf_config_value(model, "num_channels")
+    if isinstance(channels, int) and not isinstance(channels, bool):
         return channels
     proj = getattr(getattr(model, "patch_embed", None), "proj", None)
     return proj.in_channels if isinstance(proj, nn.Conv2d) else None

@@ -45,6 +45,11 @@ class BlockFamily:
         """Fresh weights for ``block`` with the family's initialisation."""
         raise NotImplementedError
 
+    def keep_folded_loadable(self, model: nn.Module) -> None:
+        """After :func:`~layerscale.surgery.fold_layerscale`, whatever the family's own loader needs to rebuild the
+        folded model exactly from its save (default: nothing; a family whose architecture always has scales puts
+        ``γ = 1`` back, so the save holds every key and plain ``from_pretrained`` initialises none)."""
+
     def depth_key(self) -> str:
         """How the family's constructor / config calls the depth (for messages and docs)."""
         return "depth"
