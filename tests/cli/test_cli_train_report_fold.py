@@ -41,9 +41,10 @@ def finished_run(tmp_path_factory):
 def test_final_line_gives_time_accuracies_parameters_and_the_report_command(finished_run):
     run_dir, out, _ = finished_run
     last = out.strip().splitlines()[-1]
-    match = re.fullmatch(r"done in [\d.]+ s: step 6, final accuracy (0\.\d{4}) \(best (0\.\d{4}) at step (3|6)\), "
-                         r"loss [\d.]+, ([\d,]+) parameters; checkpoint (\S+); next: layerscale report (\S+) "
-                         r"--out (\S+)", last)
+    # no validation split: the evaluations read the test split, and the line says so
+    match = re.fullmatch(r"done in [\d.]+ s: step 6, final test accuracy (0\.\d{4}) \(best (0\.\d{4}) at step "
+                         r"(3|6)\), test loss [\d.]+, ([\d,]+) parameters; checkpoint (\S+); next: layerscale "
+                         r"report (\S+) --out (\S+)", last)
     assert match, last
     final, best = float(match.group(1)), float(match.group(2))
     assert best >= final

@@ -105,8 +105,12 @@ def load_dataset(
     `img_size` resizes any dataset to img_size x img_size (bilinear, antialiased). `test_fraction` and
     `seed` only matter for datasets without an official split (digits, a flat image folder).
 
-    Normalisation: `mean`/`std` per channel are computed exactly from the training split and applied
-    to both splits (a pretrained model's own instead: :func:`renormalized`). Augmentation (training split only,
+    Normalisation: `mean`/`std` per channel are computed exactly from the whole training split and applied
+    to both splits (a pretrained model's own instead: :func:`renormalized`). A validation part that training
+    carves from the training split later (`data.validation_fraction`,
+    :func:`layerscale.train.setup.data_setup.load_train_data`) is inside these statistics, as it is inside the
+    per-dataset constants usually published (computed over a dataset's whole training split): two numbers per
+    channel, no label. A run records them in `summary.json` (`normalization`). Augmentation (training split only,
     when `augment`): random crop with zero padding
     `padding` (default 1 / 2 / 4 pixels at 8 / 28 / 32 px, scaled with `img_size`), then a horizontal
     flip if `hflip` (default on for cifar10/cifar100/imagefolder only). Random draws come from

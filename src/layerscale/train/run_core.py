@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from .state.checkpoint import (
 from .config.schema import TrainConfig
 from .setup.data_setup import TrainData
 from .setup.initial_weights import freeze_for_config
+from .state.failed_start import BAD_INPUT_ERRORS, FailedStart
 from .state.finite_check import check_resume_finite
 from .distributed import (
     DistContext,
@@ -64,13 +65,16 @@ _EXTRA = "pip install 'torch-layerscale[train]'"
 @dataclass(frozen=True)
 class TrainResult:
     """What a finished run returns: its directory, optimizer steps done, completed epochs, the last evaluation
-    record (``loss``, ``accuracy``, ``perplexity`` for text, ``samples``) and the last checkpoint directory."""
+    record (``loss``, ``accuracy``, ``perplexity`` for text, ``samples``, ``on`` the split it read: ``validation``
+    or ``test``), the last checkpoint directory, and ``test``: the record of the one test evaluation of a run with a
+    validation split (empty without one, or before the run's end)."""
 
     run_dir: Path
     step: int
     epoch: int
     metrics: dict[str, Any]
     checkpoint: Path | None
+    test: dict[str, Any] = field(default_factory=dict)
 
 
 def _resolve_resume(resume: str | os.PathLike) -> tuple[Path, Path | None]:
@@ -180,7 +184,11 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
     :func:`~layerscale.train.user_model.run_user_model`: compile and wrap the model, restore a checkpoint (and check
     it is finite), create or update the run folder only once every rank passed every check and rank 0 holds its lock
     (:mod:`~layerscale.train.state.run_lock`: a run directory another live process trains is refused), train, and write
-    ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming."""
+    ``summary.json``. ``saved`` is ``(weights, train_state)`` of ``checkpoint`` when resuming. A new run whose first
+    step raises a bad-input error is undone before the error goes on: what its start made is removed
+    (:mod:`~layerscale.train.state.failed_start`), so the same ``out`` can be used again."""
+    new_run = saved is None and not (run_dir / CONFIG_FILE).is_file()  # neither resumed nor restarted
+    start = FailedStart(run_dir) if new_run and ctx.is_main else None  # before the run directory is made
     freeze_for_config(model, cfg.optim.trainable)  # before wrapping: DDP registers only trainable parameters
     model.to(ctx.device)
     planned_steps = planned_total_steps(cfg.optim, steps_per_epoch(len(data.train), cfg.data.batch_size,
@@ -218,8 +226,23 @@ def train_built_model(cfg: TrainConfig, ctx: DistContext, model: torch.nn.Module
         refusal = broadcast_object(refusal, ctx)
         if refusal is not None:
             raise RunDirectoryInUse(refusal)
-        return _write_and_train(cfg, ctx, trainer, data, run_dir, checkpoint, saved is not None, restarting,
-                                model_args, config_text)
+        try:
+            return _write_and_train(cfg, ctx, trainer, data, run_dir, checkpoint, saved is not None, restarting,
+                                    model_args, config_text)
+        except BAD_INPUT_ERRORS:
+            if start is not None and trainer.state.step == 0 and latest_checkpoint(run_dir) is None:
+                start.undo()  # still holding the lock: nobody else writes there meanwhile
+            raise
+
+
+def _normalization_record(data: TrainData) -> dict[str, list[float]] | None:
+    """``{"mean": [...], "std": [...]}`` per channel, [0, 1] pixel scale: the run fed an image ``x`` (pixels scaled
+    to [0, 1]) to the model as ``(x − mean) / std``, so a deployed model needs its inputs normalised the same way;
+    ``None`` when the trainer normalised nothing (text, a user's own data)."""
+    if data.normalization is None:
+        return None
+    mean, std = data.normalization
+    return {"mean": [float(v) for v in mean], "std": [float(v) for v in std]}
 
 
 def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data: TrainData, run_dir: Path,
@@ -258,8 +281,10 @@ def _write_and_train(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, data:
                        "test": trainer.state.test_eval, "stopped_early_at": trainer.early_stopping.stopped_step,
                        "total_steps": trainer.total_steps, "checkpoint": str(last) if last else None,
                        "model": {"name": cfg.model.name, "args": model_args},
+                       "normalization": _normalization_record(data),
                        "environment": run_environment(ctx.device)}
             write_text_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
-        return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last)
+        return TrainResult(run_dir, trainer.state.step, trainer.state.epoch, final, last,
+                           dict(trainer.state.test_eval))
     finally:
         metrics.close()

@@ -86,6 +86,18 @@ def _name_the_file(error: ValueError, file: Any, overrides: Sequence[str]) -> No
     raise ValueError(f"{shown_name(os.fsdecode(file))}: {error}") from None
 
 
+def _name_the_model_section(error: ValueError, file: Any, overrides: Sequence[str]) -> NoReturn:
+    """Raise a refusal of the model's constructor (or of its size) as an error of the config's ``model`` section:
+    ``c.yaml: config key model: init_value must be ...``, led by the config file's name unless a ``--set model.KEY``
+    override may have given the refused value (the constructor's message names the argument, not the key)."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    refusal = ValueError(f"config key model: {text}")
+    model_overridden = any(item.split("=", 1)[0].strip().startswith("model.") for item in overrides)
+    if model_overridden or not isinstance(file, (str, os.PathLike)):
+        raise refusal from None
+    raise ValueError(f"{shown_name(os.fsdecode(file))}: {refusal}") from None
+
+
 #: the hooks the trainer calls on every callback (:class:`~layerscale.train.callbacks.Callback`'s methods)
 _HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
 
@@ -151,6 +163,7 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         cfg = TrainConfig.from_dict(raw)
     except ValueError as exc:
         _name_the_file(exc, resume_dir / CONFIG_FILE if resume_dir is not None else config, overrides)
+    source = resume_dir / CONFIG_FILE if resume_dir is not None else config  # the file the values came from
     if out is not None and resume_dir is None:
         cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, out_dir=str(out)))
     if resume_dir is not None:
@@ -163,7 +176,10 @@ def run(config: TrainConfig | Mapping[str, Any] | str | os.PathLike | None = Non
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
         data = load_train_data(cfg)
         model_args = {**data.model_args, **cfg.model.options}
-        model = build_model(cfg.model.name, model_args)
+        try:
+            model = build_model(cfg.model.name, model_args)
+        except ValueError as exc:  # the constructor names its argument; say which section and file it came from
+            _name_the_model_section(exc, source, overrides)
         if cfg.run.init_from is not None:  # on resume the checkpoint's weights then replace these
             load_initial_weights(model, cfg.run.init_from)
         saved = None

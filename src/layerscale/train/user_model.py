@@ -19,7 +19,9 @@ Contract:
   logits ``(B, C)`` with integer targets ``(B,)``, or on next-token logits ``(B, T, V)`` with targets ``(B, T)``
   (the dataset yields ``(tokens, next tokens)``); the kind is read from the first training sample's target. A
   target of ``-100`` (the ignore index, Hugging Face's padding label) is left out of the loss, the accuracy and
-  the counts (:mod:`layerscale.train.loop.objective`).
+  the counts (:mod:`layerscale.train.loop.objective`). Integer inputs are token ids: ids outside the model's input
+  embedding (its ``get_input_embeddings()`` rows, or its ``vocab_size``) are refused in one line before anything
+  is written (:mod:`layerscale.train.setup.token_ids_fit`).
 * ``config``: the ``data`` (``batch_size``, ``eval_batch_size``, ``num_workers`` only), ``optim``, ``run`` and
   ``diagnostics`` sections of :class:`~layerscale.train.config.schema.TrainConfig`; no ``model`` section.
 * Resume: ``run(model=same_architecture, train_data=same_data, loss_fn=same_loss, resume=RUN_DIR)``, with no
@@ -51,6 +53,7 @@ from .config.schema import ModelConfig, TrainConfig
 from .config.config_file import apply_overrides, dump_config, load_config_file
 from .config.config_source import load_config_source
 from .setup.data_setup import TrainData
+from .setup.token_ids_fit import check_token_ids_fit
 from .distributed import broadcast_object
 from .loop.objective import LossFn
 from .run_core import (
@@ -180,7 +183,9 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
     """Train ``model`` on ``train_data`` (evaluating on ``eval_data``) as :func:`layerscale.train.run` trains a
     config-built model; see the module docstring for the contract. Returns a
     :class:`~layerscale.train.runner.TrainResult`. Bad input raises ``ValueError`` / ``FileNotFoundError`` /
-    ``FileExistsError`` before anything is written."""
+    ``FileExistsError`` before anything is written (token ids past the model's input embedding included:
+    :mod:`~layerscale.train.setup.token_ids_fit`); bad input only the first training step meets (a batch the model
+    does not take) raises there, and the start is undone (:mod:`~layerscale.train.state.failed_start`)."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if train_data is None:
@@ -190,6 +195,9 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
     train = _source(train_data, "train_data")
     evaluation = _source(eval_data, "eval_data") if eval_data is not None else None
     kind = _task_kind(train.dataset, loss_fn)
+    check_token_ids_fit(model, train.dataset, "train_data")  # before the run directory is made
+    if evaluation is not None:
+        check_token_ids_fit(model, evaluation.dataset, "eval_data")
     resume_dir, checkpoint = _resolve_resume(resume) if resume is not None else (None, None)
     raw = _raw_user_config(config, resume_dir, overrides)
     # torchrun sets WORLD_SIZE; the global batch of a DataLoader's per-process batch_size depends on it.

@@ -134,7 +134,8 @@ class RunConfig:
     strategy: str = _key("ddp", "under torchrun with more than one process: ddp, or fsdp (FSDP2 fully_shard of "
                                 "every block, then the model)", choices=("ddp", "fsdp"))
     eval_every_steps: int = _key(0, "also evaluate every N steps (0: only at the end of every epoch)", low=0)
-    eval_batches: int = _key(0, "evaluate on at most this many batches per rank (0: the whole split)", low=0)
+    eval_batches: int = _key(0, "periodic evaluations read at most this many batches per rank (0: the whole split); "
+                                "the evaluation the run ends on reads the whole split", low=0)
     log_every_steps: int = _key(10, "write a train record (and a progress line) every N steps", low=1)
     checkpoint_every_steps: int = _key(0, "checkpoint every N steps (0: only at the end); always at the end",
                                        low=0)

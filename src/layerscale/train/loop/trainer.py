@@ -105,7 +105,7 @@ class Trainer:
                                             "max" if data.kind in ("image", "classification") else "min")
         self.optimizer = build_optimizer(self.model, o)
         self.scheduler = WarmupCosineSchedule(self.optimizer, o.warmup_steps, self.total_steps, o.min_lr)
-        self._last_checkpoint_step = -1
+        self._last_checkpoint_step, self._evaluated_part = -1, False  # _evaluated_part: the last eval was cut
         self._window = torch.zeros(3, dtype=torch.float64, device=ctx.device)  # loss·n, correct, n since last log
         self._window_start = time.perf_counter()
         self._grad_norm = float("nan")
@@ -220,7 +220,9 @@ class Trainer:
             if state.step % run.log_every_steps == 0 or last:
                 self._log_train()
             if end_of_epoch or last or (run.eval_every_steps and state.step % run.eval_every_steps == 0):
-                self.evaluate()
+                self.evaluate(whole=state.step == self.total_steps)  # the run's result reads the whole split
+                if self.early_stopping.stopped and self._evaluated_part:  # stopped on part of the split
+                    self.evaluate(whole=True)
             finished = state.step == self.total_steps or self.early_stopping.stopped
             if finished and self.test_loader is not None and not state.test_eval:
                 self.evaluate(test=True)
@@ -310,18 +312,22 @@ class Trainer:
 
     # --------------------------------------------------------------------------------------------- evaluation
     @torch.no_grad()
-    def evaluate(self, test: bool = False) -> dict[str, Any]:
+    def evaluate(self, test: bool = False, whole: bool = False) -> dict[str, Any]:
         """Loss (no smoothing), accuracy and, for text, perplexity over the eval split (the validation split
         when there is one: ``"on"`` in the record says which), reduced over ranks (each sample counted once);
-        logged as a ``split: eval`` record, fed to early stopping, and returned. ``test=True``: the one
-        evaluation of the test split of a run with a validation split (whole split, a ``split: test`` record)."""
+        logged as a ``split: eval`` record, fed to early stopping (until it stopped the run), and returned. It reads
+        the first ``run.eval_batches`` batches per process (0: all), or with ``whole=True`` the whole split: the
+        evaluation the run ends on (its last step; once more at an early stop decided on part of the split), the
+        result. ``test=True``: the one evaluation of the test split of a run with a validation split (whole split, a
+        ``split: test`` record)."""
         loader, sampler = (self.test_loader, self.test_sampler) if test else (self.eval_loader, self.eval_sampler)
         if loader is None:
             return {}
         model = self.wrapped if self._fsdp else self.model  # DDP's forward would sync buffers: use the module
         model.eval()
         sums = torch.zeros(3, dtype=torch.float64, device=self.ctx.device)
-        seen, limit = 0, 0 if test else self.config.run.eval_batches
+        seen, limit = 0, 0 if test or whole else self.config.run.eval_batches
+        self._evaluated_part = bool(limit) and len(loader) > limit
         per_example = [] if test and self.loss_fn is None and not self.ctx.distributed else None
         for i, (x, y) in enumerate(loader):
             if limit and i >= limit:
@@ -364,7 +370,8 @@ class Trainer:
             self.state.test_eval = {"step": self.state.step, **record}
             return record
         self.state.last_eval = {"step": self.state.step, **record}
-        self._update_early_stopping(record)
+        if not self.early_stopping.stopped:  # the whole-split evaluation after a stop decides nothing
+            self._update_early_stopping(record)
         for cb in self.callbacks:
             cb.on_eval_end(self, self.state.step, record)
         return record

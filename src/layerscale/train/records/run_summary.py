@@ -1,7 +1,8 @@
 """What ``layerscale train`` says when a run ends, and the checks it prints as warnings before the run starts.
 
-The final line names the wall time of the command, the final and the best evaluation accuracy (best over the
-evaluations of the same split as the final one, from ``metrics.jsonl``), the parameter count (from the last
+The final line names the wall time of the command; the final evaluation's numbers, each named with the split it
+read (``validation`` or ``test``), with the best accuracy over the evaluations of that split (from
+``metrics.jsonl``); with a validation split, the test evaluation's numbers too; the parameter count (from the last
 checkpoint's safetensors header, no tensor is read) and the ``layerscale report`` command to run next.
 """
 
@@ -53,21 +54,28 @@ def _best_accuracy(run_dir: Path, final: dict[str, Any]) -> tuple[float, int] | 
 
 
 def final_line(result: Any, wall_seconds: float) -> str:
-    """One line: ``done in T: step N, final accuracy A (best B at step S), P parameters; checkpoint C; next:
-    layerscale report RUN_DIR --out RUN_DIR/report.html`` (naming the ``plots`` extra when matplotlib, which the
-    report draws with, is not installed)."""
+    """One line: ``done in T: step N, final validation accuracy A (best B at step S), validation loss L, test
+    accuracy TA, test loss TL, P parameters; checkpoint C; next: layerscale report RUN_DIR --out
+    RUN_DIR/report.html``. Each number names its split: without a validation split the final evaluation is the
+    test split's (``final test accuracy A ..., test loss L``) and there is no second group; text adds
+    ``perplexity``. The ``plots`` extra is named when matplotlib, which the report draws with, is not installed."""
     parts = [f"done in {format_duration(wall_seconds)}: step {result.step}"]
     metrics = result.metrics or {}
+    split = metrics.get("on") if metrics.get("on") in ("validation", "test") else "eval"
     accuracy = metrics.get("accuracy")
     if isinstance(accuracy, (int, float)):
-        text = f"final accuracy {accuracy:.4f}"
+        text = f"final {split} accuracy {accuracy:.4f}"
         best = _best_accuracy(Path(result.run_dir), metrics)
         if best is not None:
             text += f" (best {best[0]:.4f} at step {best[1]})"
         parts.append(text)
     for key in ("loss", "perplexity"):
         if isinstance(metrics.get(key), (int, float)):
-            parts.append(f"{key} {metrics[key]:.4f}")
+            parts.append(f"{split} {key} {metrics[key]:.4f}")
+    test = getattr(result, "test", None) or {}
+    for key in ("accuracy", "loss", "perplexity"):
+        if isinstance(test.get(key), (int, float)):
+            parts.append(f"test {key} {test[key]:.4f}")
     count = parameter_count(result.checkpoint)
     if count is not None:
         parts.append(f"{count:,} parameters")

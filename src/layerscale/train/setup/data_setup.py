@@ -36,6 +36,10 @@ class TrainData:
     collate_fn: Callable[[list], Any] | None = None
     #: carved from the training split when ``data.validation_fraction > 0`` (``eval`` stays the test split)
     validation: Dataset | None = None
+    #: ``(mean, std)`` per channel, [0, 1] pixel scale, that every image split is normalised with (the statistics of
+    #: the whole training split, :func:`~layerscale.data.registry.load_dataset`; ``summary.json``'s
+    #: ``normalization``); ``None`` for text and a user's own data
+    normalization: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
 def is_language_model(model_name: str) -> bool:
@@ -114,4 +118,5 @@ def _load_images(config: TrainConfig) -> TrainData:
                          f"model.patch_size to one of {divisors}")
     description = (f"{bundle.name}: {len(bundle.train):,} train / {len(bundle.test):,} test images, "
                    f"{bundle.in_chans}x{bundle.img_size}x{bundle.img_size}, {bundle.num_classes} classes")
-    return TrainData("image", bundle.train, bundle.test, fixed, description)
+    return TrainData("image", bundle.train, bundle.test, fixed, description,
+                     normalization=(tuple(bundle.mean), tuple(bundle.std)))
