@@ -33,6 +33,14 @@ def test_a_tuning_segment_evaluates_at_its_pause_and_has_no_test():
     assert run_seconds(COST, SHAPE, 40, 40, final=False) == 0.0
 
 
+def test_the_evaluation_at_the_last_step_reads_the_whole_split():
+    # run.eval_batches cuts periodic evaluations to 2 batches; the one at step 100 reads all 8 of the split
+    cut = RunShape(total_steps=100, steps_per_epoch=30, eval_every=25, eval_batches=2, test_batches=5,
+                   final_eval_batches=8)
+    assert run_seconds(COST, cut, 0, 100, final=True) == 100 + 6 + 4 + 2.5
+    assert run_seconds(COST, cut, 0, 50, final=False) == 50 + 3  # a pause before the end: cut, as periodic ones
+
+
 def _spec(tmp_path, lrs=(1e-3, 3e-3)):
     base = copy.deepcopy(TINY_BASE)
     return StudySpec(("prenorm", "layerscale"), (2,), (0, 1, 2), base, lrs=lrs, tune_seeds=1, min_budget=0.25)

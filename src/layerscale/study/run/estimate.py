@@ -51,6 +51,8 @@ class RunShape:
     eval_every: int
     eval_batches: int  # batches per periodic evaluation (the validation split's, or ``run.eval_batches`` of them)
     test_batches: int  # batches of the one test pass of a final run (0: none)
+    #: batches of the evaluation at the last step, which reads the whole split (``None``: ``eval_batches``)
+    final_eval_batches: int | None = None
 
 
 def _evaluations(start: int, stop: int, shape: RunShape) -> int:
@@ -76,6 +78,8 @@ def run_seconds(cost: CellCost, shape: RunShape, start: int, stop: int, final: b
     if stop <= start:
         return 0.0
     seconds = (stop - start) * cost.step + _evaluations(start, stop, shape) * shape.eval_batches * cost.eval_batch
+    if stop >= shape.total_steps and shape.final_eval_batches is not None:  # the last one reads the whole split
+        seconds += (shape.final_eval_batches - shape.eval_batches) * cost.eval_batch
     if final and stop >= shape.total_steps:
         seconds += shape.test_batches * cost.eval_batch
     return seconds
@@ -161,11 +165,10 @@ def _time_eval_batch(trainer, device) -> float:
 
 
 def _run_shape(trainer, cfg) -> RunShape:
-    batches = len(trainer.eval_loader) if trainer.eval_loader is not None else 0
-    if cfg.run.eval_batches:
-        batches = min(batches, cfg.run.eval_batches)
+    whole = len(trainer.eval_loader) if trainer.eval_loader is not None else 0
+    batches = min(whole, cfg.run.eval_batches) if cfg.run.eval_batches else whole
     return RunShape(trainer.total_steps, trainer.steps_per_epoch, cfg.run.eval_every_steps, batches,
-                    len(trainer.test_loader) if trainer.test_loader is not None else 0)
+                    len(trainer.test_loader) if trainer.test_loader is not None else 0, whole)
 
 
 def _known_choices(study_dir: Path) -> dict[tuple[str, int], float]:
