@@ -49,6 +49,14 @@ def _label(study: str, comparison: str) -> str:
     return f"{method} at {_AT.get(study, 'depth {}').format(deep)}"
 
 
+def _tally(rows: list[dict], column: str, what: str) -> str:
+    """One sentence counting the values of ``column`` (``confirmed``: 3, ``weakened``: 1, ...), in first-seen order."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r[column]] = counts.get(r[column], 0) + 1
+    return f"Of the {len(rows)} {what}: " + "; ".join(f"{value} {count}" for value, count in counts.items()) + "."
+
+
 def _primary(rows: list[dict]) -> list[str]:
     lines = ["| study | comparison | redo | difference [95 % CI] | two-level bootstrap 95 % | p | Holm p | verdict | "
              "confirmation |", "|---|---|---|---:|---:|---:|---:|---|---|"]
@@ -120,9 +128,9 @@ def confirm_sections(root: str | Path, level: str = "##") -> list[str]:
             "`worse` is confirmed by the same verdict, weakened by `within noise`, reversed by the opposite one). "
             "The `redo` column is the redo's own verdict (Holm within its study); the depth-use rows are Welch's "
             "interval over the two depths' paired differences.", "",
-            *_primary(read["results"]), "",
+            *_primary(read["results"]), "", _tally(read["results"], "confirmation", "redo verdicts"), "",
             f"{level} Stability family (Holm within it): seed spread against the reference", "",
-            *_stability(read["stability"]), "",
+            *_stability(read["stability"]), "", _tally(read["stability"], "verdict", "stability comparisons"), "",
             f"{level} Divergences and loss spikes (descriptive)", "",
             "Over every run of a cell; a run diverged when the study marked it so or a training loss was not finite; "
             "a loss spike as Lightning Fabric's `SpikeDetection` defines it with its defaults (DESIGN.md).", "",

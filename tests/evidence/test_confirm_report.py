@@ -230,6 +230,8 @@ def test_results_md_and_the_page_print_the_same_sections_from_the_reports_csvs(t
     diff = paired_interval(dict(zip(SEEDS, steady)), dict(zip(SEEDS, base)))
     shown = f"{diff.mean:+.1f} [{diff.low:.1f}, {diff.high:.1f}]"
     assert f"| fashion | layerscale at depth 48 | better | {shown} |" in markdown
+    tally = [line for line in sections if line.startswith("Of the 2 redo verdicts")]  # hc drifts by seed: an effect
+    assert tally == ["Of the 2 redo verdicts: confirmed 1; changed: an effect the redo did not find 1."]
     glance = primary_glance(root)
     assert glance.startswith("- Confirmatory study") and "against prenorm, primary family of 2 comparison(s)" in glance
     assert f"fashion layerscale at depth 48 {shown} points: **better**" in glance
