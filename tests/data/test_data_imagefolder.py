@@ -48,6 +48,46 @@ def test_train_val_layout(tmp_path):
     assert bundle.test.labels.tolist() == [bundle.class_names.index("red")]
 
 
+def _one_image(path, colour):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), COLOURS[colour]).save(path)
+
+
+def test_train_val_test_layout_makes_val_the_validation_split(tmp_path):
+    """``val/`` beside ``test/`` was passed over without a word (audit 2026-12-07, section 10): as in torchvision's
+    and timm's folder datasets, it is the validation split, and ``test/`` the test split."""
+    _write_class_images(tmp_path / "train", per_class=2)
+    _one_image(tmp_path / "val" / "blue" / "a.png", "blue")
+    _one_image(tmp_path / "val" / "red" / "b.png", "red")
+    _one_image(tmp_path / "test" / "green" / "c.png", "green")
+    bundle = load_dataset("imagefolder", tmp_path, img_size=8)
+    names = bundle.class_names
+    assert (len(bundle.train), len(bundle.validation), len(bundle.test)) == (6, 2, 1)
+    assert bundle.validation.labels.tolist() == [names.index("blue"), names.index("red")]
+    assert bundle.test.labels.tolist() == [names.index("green")]
+    assert torch.equal(bundle.validation.mean, bundle.train.mean)  # normalised with the training images' statistics
+    assert bundle.validation.transform is None
+
+
+def test_train_val_test_layout_with_a_validation_fraction_is_refused_before_any_image_is_read(tmp_path):
+    _write_class_images(tmp_path / "train", per_class=2)
+    _one_image(tmp_path / "val" / "red" / "a.png", "red")
+    _one_image(tmp_path / "test" / "red" / "b.png", "red")
+    (tmp_path / "train" / "red" / "broken.png").write_bytes(b"not a png")  # reading it would be another error
+    with pytest.raises(ValueError, match=r"has train/, val/ and test/, and val/ is the validation split; "
+                                         r"validation_fraction 0.1 would carve a second one from train/") as info:
+        load_dataset("imagefolder", tmp_path, img_size=8, validation_fraction=0.1)
+    assert "\n" not in str(info.value)
+
+
+def test_an_unknown_validation_class_is_an_error(tmp_path):
+    _write_class_images(tmp_path / "train", per_class=1)
+    _one_image(tmp_path / "test" / "red" / "a.png", "red")
+    _one_image(tmp_path / "val" / "purple" / "b.png", "red")
+    with pytest.raises(ValueError, match=r"val: classes \['purple'\] are not in"):
+        load_dataset("imagefolder", tmp_path, img_size=8)
+
+
 def test_unknown_test_class_is_an_error(tmp_path):
     _write_class_images(tmp_path / "train", per_class=1)
     (tmp_path / "test" / "purple").mkdir(parents=True)

@@ -144,3 +144,23 @@ def test_early_stopping_on_the_test_split_is_said_on_stderr(tmp_path, capsys, va
     run(config, out=tmp_path / "run")
     err = capsys.readouterr().err
     assert ("warning: run.patience 2 stops on the test split (the run has no validation split)" in err) is warned
+
+
+def test_an_image_folders_val_beside_test_is_the_runs_validation_split(tmp_path):
+    """A ``train/ val/ test/`` folder: periodic evaluation reads ``val/``, the test split is ``test/`` (``val/`` was
+    passed over without a word, audit 2026-12-07, section 10)."""
+    Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed")
+    from layerscale.train.config.schema import TrainConfig
+    from layerscale.train.setup.data_setup import load_train_data
+
+    for split, count in (("train", 4), ("val", 2), ("test", 1)):
+        for name, colour in (("a", (255, 0, 0)), ("b", (0, 0, 255))):
+            (tmp_path / split / name).mkdir(parents=True)
+            for i in range(count):
+                Image.new("RGB", (8, 8), colour).save(tmp_path / split / name / f"{i}.png")
+    config = tiny_config(data={"name": "imagefolder", "path": str(tmp_path), "img_size": 8})
+    loaded = load_train_data(TrainConfig.from_dict(config))
+    assert (len(loaded.train), len(loaded.validation), len(loaded.eval)) == (8, 4, 2)
+    assert loaded.description.endswith("; validation: 4 images (the folder's val/)")
+    with pytest.raises(ValueError, match="val/ is the validation split; validation_fraction 0.1 would carve"):
+        load_train_data(TrainConfig.from_dict(tiny_config(data={**config["data"], "validation_fraction": 0.1})))

@@ -13,7 +13,8 @@ class RawImageData:
     """Undecorated output of one format reader, before statistics, resizing and augmentation.
 
     `*_images` are uint8 tensors of shape (N, C, H, W) holding values 0..`pixel_max`;
-    `*_labels` are int64 tensors of shape (N,).
+    `*_labels` are int64 tensors of shape (N,). `validation_*` are `None` unless the source ships a validation
+    split of its own (an image folder with `train/`, `val/` and `test/`).
     """
 
     train_images: torch.Tensor
@@ -22,16 +23,19 @@ class RawImageData:
     test_labels: torch.Tensor
     class_names: list[str]
     pixel_max: float = 255.0
+    validation_images: torch.Tensor | None = None
+    validation_labels: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
 class ImageDataBundle:
     """A loaded image-classification dataset.
 
-    `train` and `test` yield `(image, label)` with `image` float32 of shape (`in_chans`, `img_size`,
+    `train`, `test` and `validation` (`None` unless the source has a validation split of its own: an image folder's
+    `val/` beside `test/`) yield `(image, label)` with `image` float32 of shape (`in_chans`, `img_size`,
     `img_size`), normalised as `(pixel / pixel_max - mean) / std` per channel, and `label` an int64
     scalar in `[0, num_classes)`. `mean` and `std` are computed once from the training split (in the
-    [0, 1] pixel scale) and reused for the test split.
+    [0, 1] pixel scale) and reused for the other splits.
     """
 
     name: str
@@ -43,6 +47,7 @@ class ImageDataBundle:
     class_names: list[str]
     mean: tuple[float, ...]
     std: tuple[float, ...]
+    validation: Dataset | None = None
 
 
 @dataclass(frozen=True)

@@ -66,18 +66,25 @@ def _read_images(root: Path, classes: list[str], img_size: int) -> tuple[torch.T
 
 
 def read_imagefolder(
-    data_dir: str | Path | None, img_size: int, test_fraction: float = 0.2, seed: int = 0
+    data_dir: str | Path | None, img_size: int, test_fraction: float = 0.2, seed: int = 0,
+    validation_fraction: float = 0.0,
 ) -> RawImageData:
     """Read RGB images (`.png`, `.jpg`, `.jpeg`) from class sub-folders, as uint8 (N, 3, img_size, img_size).
 
-    Layouts: `data_dir/train/<class>/...` with `data_dir/test/<class>/...` (or `val/`), or plain
-    `data_dir/<class>/...`, split by `stratified_split(labels, test_fraction, seed)`. Classes are the
-    sorted train sub-folder names; a test class absent from train is an error. Images are resized on
-    their shorter side and centre-cropped. The folder is read as made by someone else: hidden entries
+    Layouts, as torchvision's and timm's folder datasets name the splits:
+
+    - `data_dir/train/<class>/...` with `data_dir/test/<class>/...`: the training and test splits; without `test/`,
+      `data_dir/val/<class>/...` is the test split (ImageNet's layout, whose `val/` is its held-out split);
+    - `train/`, `val/` and `test/`: `val/` is the validation split (returned as `validation_*`); carving another
+      one from `train/` as well (`validation_fraction` > 0) is ambiguous and refused before any image is read;
+    - plain `data_dir/<class>/...`, split by `stratified_split(labels, test_fraction, seed)`.
+
+    Classes are the sorted train sub-folder names; a test or validation class absent from train is an error.
+    Images are resized on their shorter side and centre-cropped. The folder is read as made by someone else: hidden entries
     (`.ipynb_checkpoints/`, `._x.png`) are passed over, a symbolic link or special file inside it is
     refused by name, never followed (`data_dir` itself may be a link: the path the user gave). Raises
     ImportError without Pillow, FileNotFoundError for a missing directory, ValueError for an empty
-    folder, a class folder without images, a link or an unreadable image.
+    folder, a class folder without images, a link, an unreadable image or the ambiguous validation split.
     """
     if data_dir is None:
         raise ValueError("imagefolder: no data directory given; set data.path to a folder with one sub-folder per "
@@ -86,11 +93,18 @@ def read_imagefolder(
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: image folder not found")
     root = root.resolve() if root.is_symlink() else root
+    validation_root = None
     if (root / "train").is_dir():
         train_root = root / "train"
         test_root = next((root / n for n in ("test", "val") if (root / n).is_dir()), None)
         if test_root is None:
             raise FileNotFoundError(f"{root}: has train/ but no test/ or val/ folder")
+        if test_root.name == "test" and (root / "val").is_dir():
+            validation_root = root / "val"
+            if validation_fraction > 0:
+                raise ValueError(f"{root}: has train/, val/ and test/, and val/ is the validation split; "
+                                 f"validation_fraction {validation_fraction:g} would carve a second one from "
+                                 "train/: set it to 0, or move val/ out of the folder")
     else:
         train_root, test_root = root, None
     classes = [p.name for p in _class_dirs(train_root)]
@@ -102,9 +116,13 @@ def read_imagefolder(
         train_images, train_labels = images[train_idx], labels[train_idx]
         test_images, test_labels = images[test_idx], labels[test_idx]
     else:
-        unknown = sorted({p.name for p in _class_dirs(test_root)} - set(classes))
-        if unknown:
-            raise ValueError(f"{test_root}: classes {unknown} are not in {train_root}")
+        for held_out in filter(None, (test_root, validation_root)):
+            unknown = sorted({p.name for p in _class_dirs(held_out)} - set(classes))
+            if unknown:
+                raise ValueError(f"{held_out}: classes {unknown} are not in {train_root}")
         train_images, train_labels = images, labels
         test_images, test_labels = _read_images(test_root, classes, img_size)
-    return RawImageData(train_images, train_labels, test_images, test_labels, classes)
+    validation_images, validation_labels = (_read_images(validation_root, classes, img_size)
+                                            if validation_root is not None else (None, None))
+    return RawImageData(train_images, train_labels, test_images, test_labels, classes,
+                        validation_images=validation_images, validation_labels=validation_labels)

@@ -42,7 +42,8 @@ def _canonical(name: str) -> str:
     return key
 
 
-def _read(name: str, data_dir: str | Path | None, img_size: int | None, test_fraction: float, seed: int) -> RawImageData:
+def _read(name: str, data_dir: str | Path | None, img_size: int | None, test_fraction: float, seed: int,
+          validation_fraction: float) -> RawImageData:
     # Readers are imported here so that each optional dependency is only touched when asked for.
     if name == "digits":
         if data_dir is not None:  # a path given for the embedded set would be ignored: say so
@@ -61,7 +62,7 @@ def _read(name: str, data_dir: str | Path | None, img_size: int | None, test_fra
         return read_cifar(name, data_dir)
     from .imagefolder import read_imagefolder
 
-    return read_imagefolder(data_dir, img_size or _DEFAULT_IMAGEFOLDER_SIZE, test_fraction, seed)
+    return read_imagefolder(data_dir, img_size or _DEFAULT_IMAGEFOLDER_SIZE, test_fraction, seed, validation_fraction)
 
 
 def _check_resize_fits(name: str, count: int, channels: int, size: int, chunk: int = 4096) -> None:
@@ -96,6 +97,7 @@ def load_dataset(
     test_fraction: float = 0.2,
     seed: int = 0,
     generator: torch.Generator | None = None,
+    validation_fraction: float = 0.0,
 ) -> ImageDataBundle:
     """Load an image-classification dataset by name into memory, ready for a DataLoader.
 
@@ -103,7 +105,10 @@ def load_dataset(
     `fashion-mnist` (IDX files; Fashion-MNIST defaults to the Debian package's folder), `cifar10`,
     `cifar100` (python-pickle folders), `imagefolder` (one sub-folder per class; `img_size` default 32).
     `img_size` resizes any dataset to img_size x img_size (bilinear, antialiased). `test_fraction` and
-    `seed` only matter for datasets without an official split (digits, a flat image folder).
+    `seed` only matter for datasets without an official split (digits, a flat image folder). An image folder with
+    `train/`, `val/` and `test/` has a validation split of its own, `val/` (returned as `validation`); the share of
+    the training split that training will carve as validation, `validation_fraction`, must then be 0
+    (:func:`~layerscale.data.imagefolder.read_imagefolder`).
 
     Normalisation: `mean`/`std` per channel are computed exactly from the whole training split and applied
     to both splits (a pretrained model's own instead: :func:`renormalized`). A validation part that training
@@ -126,14 +131,18 @@ def load_dataset(
         img_size = int(img_size)
     if padding is not None:
         check_padding(padding)
-    raw = _read(key, data_dir, img_size, test_fraction, seed)
-    train_images, test_images = raw.train_images, raw.test_images
+    raw = _read(key, data_dir, img_size, test_fraction, seed, validation_fraction)
+    train_images, test_images, validation_images = raw.train_images, raw.test_images, raw.validation_images
     native = train_images.shape[-1]
     size = img_size or native
     if size != native:
-        _check_resize_fits(key, train_images.shape[0] + test_images.shape[0], train_images.shape[1], size)
+        held_out = validation_images.shape[0] if validation_images is not None else 0
+        _check_resize_fits(key, train_images.shape[0] + test_images.shape[0] + held_out, train_images.shape[1],
+                           size)
         train_images = _resize(train_images, size, raw.pixel_max)
         test_images = _resize(test_images, size, raw.pixel_max)
+        if validation_images is not None:
+            validation_images = _resize(validation_images, size, raw.pixel_max)
     mean, std = channel_stats(train_images, raw.pixel_max)
 
     transform = None
@@ -156,11 +165,12 @@ def load_dataset(
         class_names=list(raw.class_names),
         mean=mean,
         std=std,
+        validation=dataset(validation_images, raw.validation_labels) if validation_images is not None else None,
     )
 
 
 def renormalized(bundle: ImageDataBundle, normalization: tuple[Sequence[float], Sequence[float]]) -> ImageDataBundle:
-    """``bundle`` with both splits normalised by ``normalization`` = ``(mean, std)`` — a pretrained model's own, in
+    """``bundle`` with every split normalised by ``normalization`` = ``(mean, std)`` — a pretrained model's own, in
     the [0, 1] pixel scale, one value per channel — instead of its training split's statistics (the image tensors
     are shared, nothing is re-read). A one-line ``ValueError`` for a bad ``normalization``."""
     mean, std = check_normalization(normalization, bundle.in_chans)
@@ -168,4 +178,6 @@ def renormalized(bundle: ImageDataBundle, normalization: tuple[Sequence[float], 
     def again(data: TensorImageDataset) -> TensorImageDataset:
         return TensorImageDataset(data.images, data.labels, mean, std, data.pixel_max, data.transform)
 
-    return replace(bundle, train=again(bundle.train), test=again(bundle.test), mean=mean, std=std)
+    validation = again(bundle.validation) if bundle.validation is not None else None
+    return replace(bundle, train=again(bundle.train), test=again(bundle.test), validation=validation, mean=mean,
+                   std=std)

@@ -100,7 +100,7 @@ def _load_images(config: TrainConfig) -> TrainData:
                          "(the other follows)")
     bundle = load_dataset(data.name, data.path, augment=data.augment, img_size=data.img_size or model_img,
                           padding=data.padding, hflip=data.hflip, test_fraction=data.test_fraction,
-                          seed=data.split_seed)
+                          seed=data.split_seed, validation_fraction=data.validation_fraction)
     fixed = {"img_size": bundle.img_size, "in_chans": bundle.in_chans, "num_classes": bundle.num_classes}
     for key in ("in_chans", "num_classes"):
         given = model.options.get(key)
@@ -118,5 +118,7 @@ def _load_images(config: TrainConfig) -> TrainData:
                          f"model.patch_size to one of {divisors}")
     description = (f"{bundle.name}: {len(bundle.train):,} train / {len(bundle.test):,} test images, "
                    f"{bundle.in_chans}x{bundle.img_size}x{bundle.img_size}, {bundle.num_classes} classes")
-    return TrainData("image", bundle.train, bundle.test, fixed, description,
+    if bundle.validation is not None:  # an image folder's own val/ (then data.validation_fraction is 0)
+        description += f"; validation: {len(bundle.validation):,} images (the folder's val/)"
+    return TrainData("image", bundle.train, bundle.test, fixed, description, validation=bundle.validation,
                      normalization=(tuple(bundle.mean), tuple(bundle.std)))
