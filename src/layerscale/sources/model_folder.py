@@ -88,7 +88,7 @@ def _ours(folder: Path, config: dict) -> nn.Module:
 def hf_auto_class_name(folder: Path, config: dict) -> str:
     """The transformers Auto class a Hugging Face folder is read with, by its (unmarked) ``model_type``:
     ``AutoModelForCausalLM`` for a causal language model, ``AutoModelForImageClassification`` for an image
-    classifier (ViT, DeiT, DINOv2, ...); a one-line ``ValueError`` for any other type (a BERT or CLIP folder):
+    classifier (ViT, DeiT, DINOv2, ...); a one-line ``ValueError`` for any other type (a DistilBERT or T5 folder):
     transformers' own refusal lists every type it knows, thousands of characters."""
     from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
                                                         MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES)
