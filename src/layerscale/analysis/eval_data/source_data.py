@@ -28,10 +28,11 @@ from typing import Any
 
 from torch import nn
 
+from ...models.token_limits import input_embedding_rows, max_positions
 from ...sources.image_processor import PROCESSOR_FILE
 from .evaluation import EvalSet, as_eval_set
 
-__all__ = ["TextOptions", "DataRequest", "SourceData", "source_data", "embedding_rows", "max_positions"]
+__all__ = ["TextOptions", "DataRequest", "SourceData", "source_data"]
 
 
 @dataclass(frozen=True)
@@ -66,29 +67,6 @@ class SourceData:
     evaluation: EvalSet
     tokens: bool = False
     lines: list[str] = field(default_factory=list)
-
-
-def embedding_rows(model: nn.Module) -> int | None:
-    """How many token ids the model's input embedding has rows for (``None``: not a token model)."""
-    get = getattr(model, "get_input_embeddings", None)
-    if callable(get):
-        embedding = get()
-        if isinstance(embedding, nn.Embedding):
-            return embedding.num_embeddings
-    size = getattr(model, "vocab_size", None)
-    return size if isinstance(size, int) else None
-
-
-def max_positions(model: nn.Module) -> int | None:
-    """The longest sequence the model takes (Hugging Face ``max_position_embeddings`` / ``n_positions``; our GPT's
-    ``block_size``); ``None`` when unbounded (rotary models without a stated maximum)."""
-    config = getattr(model, "config", None)
-    for key in ("max_position_embeddings", "n_positions"):
-        value = getattr(config, key, None) if config is not None else None
-        if isinstance(value, int):
-            return value
-    value = getattr(model, "block_size", None)
-    return value if isinstance(value, int) else None
 
 
 def _run_data(found: Any, request: DataRequest) -> SourceData:
@@ -215,7 +193,7 @@ def _tokenizer_for(found: Any, text: TextOptions):
         return load_tokenizer(text.tokenizer)
     if found.tokenizer is not None:
         return load_tokenizer(found.tokenizer)
-    if found.library == "layerscale" and embedding_rows(found.model) == 256:
+    if found.library == "layerscale" and input_embedding_rows(found.model) == 256:
         return byte_tokenizer()
     raise ValueError(f"{found.path} has no tokenizer files; give --tokenizer FOLDER (a Hugging Face tokenizer "
                      "folder) for its text")
@@ -232,7 +210,7 @@ def _text_data(found: Any, request: DataRequest) -> SourceData:
     if request.data_path is None:
         raise ValueError(f"{found.path} is a language model: give its text with --data-path FILE (text or JSONL)")
     model = found.model
-    rows, positions = embedding_rows(model), max_positions(model)
+    rows, positions = input_embedding_rows(model), max_positions(model)
     if isinstance(text.seq_len, bool) or not isinstance(text.seq_len, int) or text.seq_len < 2:
         raise ValueError(f"--seq-len must be an integer >= 2, got {text.seq_len!r}")
     if positions is not None and text.seq_len > positions:

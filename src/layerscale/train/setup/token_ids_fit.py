@@ -5,10 +5,9 @@ of 400 ids, a model of ``vocab_size`` 300) fails only at its first training step
 made. So the ids are compared with the model's input embedding first, in one line naming the data, the ids found and
 the rows the model has.
 
-* The model's rows: ``model.get_input_embeddings()`` when it returns an ``nn.Embedding`` (Hugging Face models,
-  timm-style wrappers), else the model's integer ``vocab_size`` attribute (this library's GPT). A model with
-  neither is not checked here (an ``nn.Embedding`` found elsewhere in it may be a position table): its first step
-  then fails, and the run's start is undone (:mod:`~layerscale.train.state.failed_start`).
+* The model's rows: :func:`~layerscale.models.token_limits.input_embedding_rows` (its ``get_input_embeddings()``,
+  else its ``vocab_size``). A model with neither is not checked here: its first step then fails, and the run's
+  start is undone (:mod:`~layerscale.train.state.failed_start`).
 * The ids: the inputs of ``(inputs, target)`` samples when they are integer tensors. A ``TensorDataset`` is read
   whole (one min / max over its input tensor); any other dataset by its first :data:`SAMPLES` samples, so an
   out-of-range id further on still stops the run at the step that reads it.
@@ -22,24 +21,12 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
-__all__ = ["SAMPLES", "check_token_ids_fit", "input_embedding_rows"]
+from ...models.token_limits import input_embedding_rows
+
+__all__ = ["SAMPLES", "check_token_ids_fit"]
 
 #: how many samples of a dataset that does not hold its tensors are read for the check
 SAMPLES = 1000
-
-
-def input_embedding_rows(model: nn.Module) -> int | None:
-    """How many token ids ``model``'s input embedding has rows for (see the module docstring); ``None``: unknown."""
-    get = getattr(model, "get_input_embeddings", None)
-    if callable(get):
-        try:
-            embedding = get()
-        except (NotImplementedError, AttributeError):  # transformers' base class raises for models without one
-            embedding = None
-        if isinstance(embedding, nn.Embedding):
-            return embedding.num_embeddings
-    size = getattr(model, "vocab_size", None)
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def _integer_tensor(value: Any) -> bool:

@@ -1,0 +1,45 @@
+"""What token inputs a language model takes: how many ids its input embedding has rows for, and how long a sequence.
+
+Read from the model, whoever built it:
+
+* :func:`input_embedding_rows`: ``model.get_input_embeddings()`` when it returns an ``nn.Embedding`` (Hugging Face
+  models, timm-style wrappers), else the model's positive integer ``vocab_size`` attribute (this library's GPT);
+  ``None`` when neither says (an ``nn.Embedding`` found elsewhere in a model may be a position table, so none is
+  searched for).
+* :func:`max_positions`: Hugging Face ``config.max_position_embeddings`` / ``config.n_positions``, else our GPT's
+  ``block_size``; ``None`` when the model states no maximum (rotary models without one).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+__all__ = ["input_embedding_rows", "max_positions"]
+
+
+def _positive_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def input_embedding_rows(model: nn.Module) -> int | None:
+    """How many token ids ``model``'s input embedding has rows for (module docstring); ``None``: unknown."""
+    get = getattr(model, "get_input_embeddings", None)
+    if callable(get):
+        try:
+            embedding = get()
+        except (NotImplementedError, AttributeError):  # transformers' base class raises for models without one
+            embedding = None
+        if isinstance(embedding, nn.Embedding):
+            return embedding.num_embeddings
+    return _positive_int(getattr(model, "vocab_size", None))
+
+
+def max_positions(model: nn.Module) -> int | None:
+    """The longest sequence ``model`` takes (module docstring); ``None`` when unbounded."""
+    config = getattr(model, "config", None)
+    if config is not None:
+        for key in ("max_position_embeddings", "n_positions"):
+            value = _positive_int(getattr(config, key, None))
+            if value is not None:
+                return value
+    return _positive_int(getattr(model, "block_size", None))
