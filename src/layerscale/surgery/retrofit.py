@@ -20,13 +20,12 @@ from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_de
 from ..models.validation import check_bool
 from .folding.fold import scale_modules
 from .hf.hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
+from .hf.hf_vit_layers import HF_VIT_MODULE, queue_hf_vit_layer
 from .hf.hf_layerscale_config import check_markable, mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
 
 __all__ = ["add_layerscale"]
-
-_HF_VIT = "transformers.models.vit.modeling_vit"
 
 _SUPPORTED = ("layerscale Block / ClassAttentionBlock (ViT, CaiT, GPT), timm VisionTransformer blocks, "
               "Hugging Face ViTLayer (ViTModel, ViTForImageClassification), Hugging Face causal-LM decoder layers "
@@ -68,33 +67,6 @@ def _timm_vit_block(block: nn.Module, actions: list[Callable[[float], None]]) ->
     return True
 
 
-def _hf_vit_layer(path: str, layer: nn.Module, actions: list[Callable[[float], None]]) -> bool:
-    # transformers >= 5.9: ViTLayer adds both residuals itself, after attention.o_proj and mlp.fc2;
-    # transformers 4.x and 5.0-5.8: attention.output.dense and output.dense (ViTOutput adds its residual after
-    # the dense). Read from the wheels of 5.8.0 and 5.9.0 (models/vit/modeling_vit.py).
-    candidates = (("attention", "o_proj"), ("mlp", "fc2"), ("attention", "output", "dense"), ("output", "dense"))
-    found = False
-    for names in candidates:
-        parent = layer
-        for name in names[:-1]:
-            parent = getattr(parent, name, None)
-        linear = getattr(parent, names[-1], None) if parent is not None else None
-        if not isinstance(linear, nn.Linear):
-            continue
-        found = True
-        if isinstance(linear, LayerScaledLinear):
-            continue
-
-        def add(value: float, parent=parent, name=names[-1], linear=linear) -> None:
-            setattr(parent, name, LayerScaledLinear.wrap(linear, value))
-
-        actions.append(add)
-    if not found:
-        raise ValueError(f"cannot add LayerScale to {path or '<root>'} ({type(layer).__name__}): found neither "
-                         f"attention.o_proj/mlp.fc2 nor attention.output.dense/output.dense")
-    return True
-
-
 #: Parameter names of LayerScale in code bases whose blocks add_layerscale does not rebuild: timm CaiT
 #: (``gamma_1`` / ``gamma_2``), Hugging Face DINOv2 (``layer_scale1.lambda1``), timm / ours (``ls1.gamma``).
 _SCALE_PARAMETER = ("gamma_1", "gamma_2", "lambda1", "ls1.gamma", "ls2.gamma")
@@ -133,7 +105,7 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         init_value = check_init_value(init_value)
     target = model if check_bool("inplace", inplace) else copy.deepcopy(model)
     timm_blocks = loaded_classes("timm.models.vision_transformer", "Block")
-    hf_layers = loaded_classes(_HF_VIT, "ViTLayer")
+    hf_layers = loaded_classes(HF_VIT_MODULE, "ViTLayer")
     hf_decoders = decoder_layer_types()
     actions: list[Callable[[float], None]] = []
     blocks = decoder_blocks = hf_blocks = 0
@@ -143,7 +115,7 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         elif type(module) in timm_blocks:
             blocks += _timm_vit_block(module, actions)
         elif type(module) in hf_layers:
-            found = _hf_vit_layer(path, module, actions)
+            found = queue_hf_vit_layer(path, module, actions)
             blocks += found
             hf_blocks += found
         elif type(module) in hf_decoders:

@@ -6,7 +6,20 @@ from __future__ import annotations
 
 from torch import nn
 
-__all__ = ["BlockFamily"]
+__all__ = ["BlockFamily", "layer_stack"]
+
+
+def layer_stack(model: nn.Module, types: tuple[type, ...]) -> tuple[nn.Module, str] | None:
+    """``(parent, name)`` of the first non-empty ``nn.ModuleList`` in ``model`` whose entries are all exactly of
+    ``types`` (a family's layer classes), found by the layers' classes rather than a path that changes between
+    library versions; ``None`` when there is none (or ``types`` is empty)."""
+    if not types:
+        return None
+    for path, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) and all(type(m) in types for m in module):
+            parent, _, name = path.rpartition(".")
+            return (model.get_submodule(parent) if parent else model), name
+    return None
 
 
 class BlockFamily:

@@ -14,36 +14,23 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import BlockFamily
+from .base import BlockFamily, layer_stack
 from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily"]
 
 
-def _layer_list(model: nn.Module) -> nn.ModuleList | None:
-    types = decoder_layer_types()
-    if not types:
-        return None
-    for module in model.modules():
-        if isinstance(module, nn.ModuleList) and len(module) and all(type(m) in types for m in module):
-            return module
-    return None
-
-
-def _parent_of(model: nn.Module, child: nn.Module) -> tuple[nn.Module, str]:
-    for name, module in model.named_modules():
-        if module is child:
-            parent, _, attr = name.rpartition(".")
-            return (model.get_submodule(parent) if parent else model), attr
-    raise ValueError("the decoder layer list is not a sub-module of the model")
+def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
+    """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
+    return layer_stack(model, decoder_layer_types())
 
 
 class HFDecoderFamily(BlockFamily):
     name = "hf-decoder"
 
     def matches(self, model: nn.Module) -> bool:
-        return hasattr(model, "config") and _layer_list(model) is not None
+        return hasattr(model, "config") and _stack(model) is not None
 
     def depth_key(self) -> str:
         return "num_hidden_layers"
@@ -54,12 +41,13 @@ class HFDecoderFamily(BlockFamily):
                              f"depends on each layer's position, so moving layers would change the function")
 
     def blocks(self, model: nn.Module) -> list[nn.Module]:
-        return list(_layer_list(model))
+        parent, name = _stack(model)
+        return list(getattr(parent, name))
 
     def install(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
-        old = _layer_list(model)
-        parent, attr = _parent_of(model, old)
-        setattr(parent, attr, nn.ModuleList(blocks))
+        parent, name = _stack(model)
+        old = getattr(parent, name)
+        setattr(parent, name, nn.ModuleList(blocks))
         for index, block in enumerate(blocks):
             for module in block.modules():
                 if isinstance(getattr(module, "layer_idx", None), int):

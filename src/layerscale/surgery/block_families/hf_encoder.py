@@ -24,7 +24,8 @@ import sys
 import torch
 from torch import nn
 
-from .base import BlockFamily
+from .base import BlockFamily, layer_stack
+from ..hf.hf_vit_layers import HF_VIT_MODULE, vit_branch_outputs
 from ..peers import loaded_classes
 from ..scaled_linear import LayerScaledLinear
 
@@ -32,46 +33,28 @@ __all__ = ["HF_ENCODER_LAYERS", "HFEncoderFamily"]
 
 #: transformers module -> encoder layer class of every supported vision family
 HF_ENCODER_LAYERS = {
-    "transformers.models.vit.modeling_vit": "ViTLayer",
+    HF_VIT_MODULE: "ViTLayer",
     "transformers.models.dinov2.modeling_dinov2": "Dinov2Layer",
     "transformers.models.dinov2_with_registers.modeling_dinov2_with_registers": "Dinov2WithRegistersLayer",
 }
-
-#: a ViT layer's branch outputs: transformers >= 5.9, then 4.x – 5.8 (as :func:`~layerscale.add_layerscale` reads them)
-_VIT_BRANCH_OUTPUTS = (("attention.o_proj", "mlp.fc2"), ("attention.output.dense", "output.dense"))
-
 
 def _layer_types() -> tuple[type, ...]:
     return tuple(cls for module, name in HF_ENCODER_LAYERS.items() for cls in loaded_classes(module, name))
 
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
-    """``(parent, name)`` of the ``nn.ModuleList`` of supported layers (``vit.layers`` in transformers >= 5.9,
-    ``vit.encoder.layer`` before; ``dinov2.encoder.layer``), found by the layers' classes, not by a path."""
-    types = _layer_types()
-    if not types:
-        return None
-    for path, module in model.named_modules():
-        if isinstance(module, nn.ModuleList) and len(module) and all(type(m) in types for m in module):
-            parent, _, name = path.rpartition(".")
-            return (model.get_submodule(parent) if parent else model), name
-    return None
+    """``(parent, name)`` of the list of supported layers (``vit.layers`` in transformers >= 5.9,
+    ``vit.encoder.layer`` before; ``dinov2.encoder.layer``)."""
+    return layer_stack(model, _layer_types())
 
 
 def _vit_scales(layer: nn.Module) -> list[nn.Parameter | None]:
     """The γ of a ViT layer's two branch outputs (``None`` where a branch has none)."""
-    for paths in _VIT_BRANCH_OUTPUTS:
-        outputs = [_submodule(layer, path) for path in paths]
-        if all(isinstance(o, nn.Linear) for o in outputs):
-            return [o.layer_scale if isinstance(o, LayerScaledLinear) else None for o in outputs]
-    return [None, None]
-
-
-def _submodule(layer: nn.Module, path: str) -> nn.Module | None:
-    try:
-        return layer.get_submodule(path)
-    except AttributeError:
-        return None
+    paths = vit_branch_outputs(layer)
+    if paths is None:
+        return [None, None]
+    outputs = [layer.get_submodule(path) for path in paths]
+    return [o.layer_scale if isinstance(o, LayerScaledLinear) else None for o in outputs]
 
 
 def _stage_config(config: object, depth: int) -> None:
