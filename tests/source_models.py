@@ -140,6 +140,20 @@ def hf_vit(layers: int = 3, channels: int = 1, seed: int = 0):
     return transformers.ViTForImageClassification(config).eval()
 
 
+def hf_deit(layers: int = 3, teacher: bool = False, seed: int = 0):
+    """A Hugging Face ``DeiTForImageClassification`` (``teacher``: ``…WithTeacher``, the distillation head too) for
+    8×8 one-channel images of 10 classes."""
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.DeiTConfig(image_size=8, patch_size=4, num_channels=1, hidden_size=32,
+                                     num_hidden_layers=layers, num_attention_heads=2, intermediate_size=64,
+                                     num_labels=10)
+    model_class = (transformers.DeiTForImageClassificationWithTeacher if teacher
+                   else transformers.DeiTForImageClassification)
+    return model_class(config).eval()
+
+
 def hf_dinov2(layers: int = 3, seed: int = 0, **backbone):
     """A Hugging Face ``Dinov2ForImageClassification`` for 8×8 one-channel images of 10 classes, its LayerScale
     ``lambda1`` drawn at random (so folding it is not the identity); ``backbone``: ``out_indices`` and the like."""

@@ -1,6 +1,6 @@
-"""Load a Hugging Face ViT that was saved after :func:`layerscale.add_layerscale`.
+"""Load a Hugging Face ViT (or DeiT) that was saved after :func:`layerscale.add_layerscale`.
 
-``add_layerscale`` turns the output linear of each residual branch of a ``ViTLayer`` into a
+``add_layerscale`` turns the output linear of each residual branch of a ``ViTLayer`` (``DeiTLayer``) into a
 :class:`~layerscale.surgery.scaled_linear.LayerScaledLinear` with a per-channel scale ``layer_scale``
 (docs/interop.md, "Adding LayerScale to a model that lacks it"), and marks the config: ``model_type``
 ``vit_layerscale`` (:mod:`layerscale.surgery.hf.hf_layerscale_config`), so that no transformers loader builds the
@@ -16,7 +16,8 @@ included, bit for bit)
   model's class is ``LayerScaleViTForImageClassification``, a ``ViTForImageClassification`` that adds the scales
   when it is built). Without the import those calls fail with transformers' "does not recognize this
   architecture", and a concrete class (``ViTForImageClassification``) always fails: never a model without its
-  scales;
+  scales. ``deit_layerscale`` is registered with ``AutoConfig`` and ``AutoModel`` only (see
+  :data:`_AUTO_FAMILIES`);
 * with :func:`from_pretrained_with_layerscale` (any class): the usual ``from_pretrained`` for everything else, then
   the same scales added back and filled from the checkpoint (re-exported from
   :mod:`layerscale.surgery.hf.hf_loader`).
@@ -32,8 +33,12 @@ from ..surgery.hf.scaled_auto_classes import register_scaled_classes
 __all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale", "register_auto_classes"]
 
 #: transformers' config and model class names of the vision families :func:`layerscale.add_layerscale` retrofits
+#: (DeiT: ``AutoModel`` only; its image classifier is two classes, with and without the distillation head, which
+#: transformers' Auto class tells apart by the saved class name: a marked folder's name would match neither, so
+#: ``AutoModelForImageClassification`` keeps refusing one and :func:`from_pretrained_with_layerscale` reads it)
 _AUTO_FAMILIES = {"vit": ("ViTConfig", (("AutoModel", "ViTModel"),
-                                        ("AutoModelForImageClassification", "ViTForImageClassification")))}
+                                        ("AutoModelForImageClassification", "ViTForImageClassification"))),
+                  "deit": ("DeiTConfig", (("AutoModel", "DeiTModel"),))}
 
 
 def register_auto_classes() -> list[str]:

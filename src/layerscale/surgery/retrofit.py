@@ -20,7 +20,7 @@ from ..layers.layer_scale import LayerScale, check_init_value, init_value_for_de
 from ..models.validation import check_bool
 from .folding.fold import scale_modules
 from .hf.hf_decoder_layers import decoder_layer_types, queue_hf_decoder_layer
-from .hf.hf_vit_layers import HF_VIT_MODULE, queue_hf_vit_layer
+from .hf.hf_vit_layers import queue_hf_vit_layer, vit_layer_types
 from .hf.hf_layerscale_config import check_markable, mark_layerscale_config
 from .peers import loaded_classes
 from .scaled_linear import LayerScaledLinear
@@ -28,7 +28,7 @@ from .scaled_linear import LayerScaledLinear
 __all__ = ["add_layerscale"]
 
 _SUPPORTED = ("layerscale Block / ClassAttentionBlock (ViT, CaiT, GPT), timm VisionTransformer blocks, "
-              "Hugging Face ViTLayer (ViTModel, ViTForImageClassification), Hugging Face causal-LM decoder layers "
+              "Hugging Face ViTLayer / DeiTLayer (ViT and DeiT models), Hugging Face causal-LM decoder layers "
               "(GPT-2, Llama, Mistral, Qwen2)")
 
 
@@ -105,7 +105,7 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
         init_value = check_init_value(init_value)
     target = model if check_bool("inplace", inplace) else copy.deepcopy(model)
     timm_blocks = loaded_classes("timm.models.vision_transformer", "Block")
-    hf_layers = loaded_classes(HF_VIT_MODULE, "ViTLayer")
+    hf_layers = vit_layer_types()
     hf_decoders = decoder_layer_types()
     actions: list[Callable[[float], None]] = []
     blocks = decoder_blocks = hf_blocks = 0

@@ -1,6 +1,7 @@
-"""Hugging Face vision transformers (``ViTModel`` / ``ViTForImageClassification``, ``Dinov2Model`` /
-``Dinov2ForImageClassification``, DINOv2 with registers): the stack is the encoder's ``nn.ModuleList`` of layers
-(``vit.layers``, ``vit.encoder.layer`` before transformers 5.9, ``dinov2.encoder.layer``).
+"""Hugging Face vision transformers (``ViTModel`` / ``ViTForImageClassification``, DeiT's models with and without the
+distillation head, ``Dinov2Model`` / ``Dinov2ForImageClassification``, DINOv2 with registers): the stack is the
+encoder's ``nn.ModuleList`` of layers (``vit.layers`` / ``deit.layers``, ``….encoder.layer`` before transformers 5.9,
+``dinov2.encoder.layer``).
 
 Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the residual adds inside the layer's
 ``forward``. The depth lives in the config (``num_hidden_layers``), which ``save_pretrained`` writes, so plain
@@ -8,7 +9,7 @@ Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the resi
 stages it outputs (``out_features`` / ``out_indices``) are rewritten for the new depth, keeping "the last stage"
 where the config had it. The scales:
 
-* a ViT layer has none of its own: :func:`~layerscale.surgery.add_layerscale` wraps each branch's output linear
+* a ViT or DeiT layer has none of its own: :func:`~layerscale.surgery.add_layerscale` wraps each branch's output linear
   (``attention.o_proj`` / ``mlp.fc2``, or ``attention.output.dense`` / ``output.dense`` before transformers 5.9) in
   a :class:`~layerscale.surgery.LayerScaledLinear` with ``γ = 1`` (the layer's function, exactly);
 * a DINOv2 layer always has LayerScale (``layer_scale1.lambda1`` / ``layer_scale2.lambda1``,
@@ -25,7 +26,7 @@ import torch
 from torch import nn
 
 from .base import BlockFamily, layer_stack
-from ..hf.hf_vit_layers import HF_VIT_MODULE, vit_branch_outputs
+from ..hf.hf_vit_layers import HF_VIT_LAYERS, vit_branch_outputs
 from ..peers import loaded_classes
 from ..scaled_linear import LayerScaledLinear
 
@@ -33,10 +34,11 @@ __all__ = ["HF_ENCODER_LAYERS", "HFEncoderFamily"]
 
 #: transformers module -> encoder layer class of every supported vision family
 HF_ENCODER_LAYERS = {
-    HF_VIT_MODULE: "ViTLayer",
+    **HF_VIT_LAYERS,
     "transformers.models.dinov2.modeling_dinov2": "Dinov2Layer",
     "transformers.models.dinov2_with_registers.modeling_dinov2_with_registers": "Dinov2WithRegistersLayer",
 }
+
 
 def _layer_types() -> tuple[type, ...]:
     return tuple(cls for module, name in HF_ENCODER_LAYERS.items() for cls in loaded_classes(module, name))

@@ -1,4 +1,4 @@
-"""The residual branches of Hugging Face ViT encoder layers (``ViTLayer``).
+"""The residual branches of Hugging Face ViT encoder layers (``ViTLayer``, and DeiT's ``DeiTLayer``, the same layer).
 
 A ViT layer is Pre-LN, ``x ← x + F(norm(x))`` twice, and each branch ends in one ``nn.Linear``, the exact place for
 LayerScale (:class:`~layerscale.surgery.LayerScaledLinear`):
@@ -7,7 +7,9 @@ LayerScale (:class:`~layerscale.surgery.LayerScaledLinear`):
 * transformers 4.x and 5.0 – 5.8: ``attention.output.dense`` and ``output.dense`` (``ViTOutput`` adds its residual
   after the dense).
 
-Read from the wheels of transformers 5.8.0 and 5.9.0 (``models/vit/modeling_vit.py``). :func:`add_layerscale
+Read from the wheels of transformers 5.8.0 and 5.9.0 (``models/vit/modeling_vit.py``); ``DeiTLayer`` is ViT's layer
+under another name in both (``models/deit/modeling_deit.py``: "Copied from ... ViTLayer" before 5.9, the same
+``attention.o_proj`` / ``mlp.fc2`` layer in 5.24). :func:`add_layerscale
 <layerscale.surgery.add_layerscale>` wraps the two outputs; the ViT block family reads their γ back.
 """
 
@@ -17,15 +19,24 @@ from typing import Callable
 
 from torch import nn
 
+from ..peers import loaded_classes
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["HF_VIT_MODULE", "VIT_BRANCH_OUTPUTS", "vit_branch_outputs", "queue_hf_vit_layer"]
+__all__ = ["HF_VIT_LAYERS", "VIT_BRANCH_OUTPUTS", "vit_layer_types", "vit_branch_outputs", "queue_hf_vit_layer"]
 
-#: the transformers module of ``ViTLayer``
-HF_VIT_MODULE = "transformers.models.vit.modeling_vit"
+#: transformers module -> its layer class with the ViT layout
+HF_VIT_LAYERS = {
+    "transformers.models.vit.modeling_vit": "ViTLayer",
+    "transformers.models.deit.modeling_deit": "DeiTLayer",
+}
 
 #: (attention output, MLP output) of a ViT layer: transformers >= 5.9, then 4.x – 5.8
 VIT_BRANCH_OUTPUTS = (("attention.o_proj", "mlp.fc2"), ("attention.output.dense", "output.dense"))
+
+
+def vit_layer_types() -> tuple[type, ...]:
+    """The layer classes of :data:`HF_VIT_LAYERS` whose transformers module is loaded."""
+    return tuple(cls for module, name in HF_VIT_LAYERS.items() for cls in loaded_classes(module, name))
 
 
 def _submodule(layer: nn.Module, path: str) -> nn.Module | None:
