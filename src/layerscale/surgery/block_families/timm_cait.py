@@ -33,6 +33,20 @@ class TimmCaitFamily(TimmBlocksFamily):
     def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
         return [block.gamma_1, block.gamma_2]
 
+    def keep_folded_loadable(self, model: nn.Module) -> None:
+        """timm's ``Cait`` always multiplies by ``gamma_1`` / ``gamma_2``: each folded block (self- and class-attention)
+        goes back into timm's own class around the same sub-modules with ``γ = 1``
+        (:func:`~layerscale.surgery.folding.timm_cait_blocks.with_unit_scales`), so the save holds every key timm
+        builds and ``create_model`` draws none."""
+        from ..folding.timm_cait_blocks import FoldedCaitBlock, FoldedCaitClassAttnBlock, with_unit_scales
+
+        kinds = ((FoldedCaitBlock, "LayerScaleBlock"), (FoldedCaitClassAttnBlock, "LayerScaleBlockClassAttn"))
+        for stack in (model.blocks, getattr(model, "blocks_token_only", ())):
+            for i, block in enumerate(stack):
+                for folded_type, timm_name in kinds:
+                    if type(block) is folded_type:
+                        stack[i] = with_unit_scales(block, loaded_classes(_CAIT, timm_name)[0])
+
     def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
         with torch.no_grad():
             init_transformer_weights(block)

@@ -71,6 +71,13 @@ class TimmViTFamily(TimmBlocksFamily):
         if added:
             record_depth(model, len(model.blocks), init_values=1.0)
 
+    def keep_folded_loadable(self, model: nn.Module) -> None:
+        """Folded blocks have ``nn.Identity`` in ``ls1`` / ``ls2``, which timm builds for a falsy ``init_values``:
+        the written ``model_args`` carry ``init_values=0`` (not ``None``: ``timm.create_model`` drops keyword
+        arguments that are ``None``, and a ``deit3_*`` architecture would build its default LayerScale)."""
+        if all(isinstance(getattr(block, f"ls{i}"), nn.Identity) for block in model.blocks for i in (1, 2)):
+            record_depth(model, len(model.blocks), init_values=0)
+
     def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
         return [s.gamma for s in (block.ls1, block.ls2) if isinstance(getattr(s, "gamma", None), torch.Tensor)]
 

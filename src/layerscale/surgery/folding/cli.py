@@ -1,5 +1,5 @@
 """``layerscale fold SRC DST``: fold the LayerScale of a checkpoint into its linear layers (safetensors out; a
-Hugging Face model folder is folded as a model into a folder of the same layout, :mod:`.fold_folder`).
+Hugging Face or timm model folder is folded as a model into a folder of the same layout, :mod:`.fold_folder`).
 
 The checkpoint may be in any format ``layerscale convert`` reads; it is converted to our keys, folded
 (:func:`layerscale.surgery.fold_state_dict`) and written atomically; a checkpoint holding a NaN or infinite weight
@@ -22,19 +22,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("src", help="checkpoint to read: safetensors, a PyTorch file (read with weights_only=True), "
                                     "a run directory of layerscale train (its latest checkpoint), or a Hugging Face "
-                                    "model folder")
-    parser.add_argument("dst", help="safetensors file to write (our keys, no scales); for a Hugging Face folder, "
-                                    "the folder to write (same layout, plain from_pretrained loads it)")
+                                    "or timm model folder")
+    parser.add_argument("dst", help="safetensors file to write (our keys, no scales); for a Hugging Face or timm "
+                                    "folder, the folder to write (same layout: plain from_pretrained or "
+                                    "timm.create_model loads it)")
     parser.add_argument("--from", dest="source", default="auto", metavar="FORMAT",
                         help=f"source format (default: recognised from the keys); one of {', '.join(list_formats())}")
     parser.add_argument("--force", action="store_true", help="replace DST if it exists")
 
 
-def _is_transformers_folder(path: Path) -> bool:
-    """A Hugging Face model folder (``config.json`` with ``model_type``): folded as a model, into a folder."""
+def _is_peer_model_folder(path: Path) -> bool:
+    """A Hugging Face model folder (``config.json`` with ``model_type``) or a timm one (``architecture`` and
+    ``pretrained_cfg``): folded as a model, into a folder."""
     from ...sources.model_folder import folder_kind
 
-    return path.is_dir() and not path.is_symlink() and folder_kind(path)[0] == "transformers"
+    return path.is_dir() and not path.is_symlink() and folder_kind(path)[0] in ("transformers", "timm")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ...train.state.run_paths import weights_file
 
-    if _is_transformers_folder(Path(args.src)):
+    if _is_peer_model_folder(Path(args.src)):
         from .fold_folder import fold_model_folder
 
         for line in fold_model_folder(args.src, args.dst, args.force):

@@ -30,9 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="LayerScale of the new blocks' branches (default 0: exactly the source's function)")
     parser.add_argument("--seed", type=int, default=0, help="seed of --init random (default 0)")
     parser.add_argument("--fold", action="store_true",
-                        help="Hugging Face models: fold every LayerScale into its output projection, so plain "
-                             "from_pretrained loads the model with its function (γ=0: zero output projections, "
-                             "LLaMA Pro's form); the scales are then no longer separate parameters")
+                        help="Hugging Face and timm models: fold every LayerScale into its output projection, so "
+                             "plain from_pretrained / timm.create_model loads the model with its function (γ=0: zero "
+                             "output projections, LLaMA Pro's form); the scales are then no longer separate "
+                             "parameters")
     parser.add_argument("--config", default=None, help="training config building the model of a weights file")
     parser.add_argument("--out", required=True, metavar="DEST", help="folder to write the grown model into")
     parser.add_argument("--force", action="store_true", help="replace DEST if it exists and is not empty")
@@ -52,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
     gamma = check_init_value(args.gamma, "--gamma")
     dest = check_destination_folder(args.out, args.force, args.source)
     source = read_source_model(args.source, args.config)
-    if args.fold and source.library != "transformers":
-        raise ValueError(f"--fold applies to Hugging Face models; {args.source} is a {source.library} model, whose "
-                         f"written folder already loads with its scales")
+    if args.fold and source.library not in ("transformers", "timm"):
+        raise ValueError(f"--fold applies to Hugging Face and timm models; {args.source} is a {source.library} "
+                         f"model, whose written folder already loads with its scales")
     model = grow(source.model, args.insert, args.where, args.init, gamma, inplace=True, seed=args.seed)
     surgery = {"operation": "grow", "source": str(args.source), "insert": args.insert, "where": args.where,
                "init": args.init, "gamma": gamma}
