@@ -59,3 +59,32 @@ def test_links_config_on_a_folder_and_nan_weights_are_refused(tmp_path):
         read_source(tmp_path / "inf")
     with pytest.raises(FileNotFoundError, match="no such model folder"):
         read_source(tmp_path / "missing")
+
+
+def test_a_hub_cache_snapshot_is_refused_with_the_way_to_real_files(tmp_path, capsys):
+    from layerscale.cli import main
+
+    folder = hf_folder(tmp_path / "saved", gpt2(64), None)
+    repo = tmp_path / "hub" / "models--someone--tiny-gpt2"
+    snapshot = repo / "snapshots" / "0123abcd"
+    (repo / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for index, file in enumerate(sorted(folder.iterdir())):  # huggingface_hub's layout: links into blobs/
+        blob = repo / "blobs" / f"blob{index}"
+        file.rename(blob)
+        (snapshot / file.name).symlink_to(f"../../blobs/{blob.name}")
+    with pytest.raises(ValueError, match="symbolic link inside the model folder.*Hub cache snapshot.*hf download "
+                                         "someone/tiny-gpt2 --local-dir DIR"):
+        read_source(snapshot)
+    capsys.readouterr()
+    assert main(["analyze", str(snapshot), "--data-path", str(tmp_path / "any.txt"), "--out",
+                 str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cp -rL" in err and "\n" not in err
+    (snapshot.parent / "elsewhere").mkdir()  # the same links outside the cache layout: no hint
+    for link in snapshot.iterdir():
+        (snapshot.parent / "elsewhere" / link.name).symlink_to(link.resolve())
+    moved = tmp_path / "plain"
+    (snapshot.parent / "elsewhere").rename(moved)
+    with pytest.raises(ValueError, match="links are not followed$"):
+        read_source(moved)

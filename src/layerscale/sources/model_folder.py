@@ -25,9 +25,8 @@ from torch import nn
 from ..messages import shown_value
 from ..untrusted_files import MAX_CONFIG_BYTES, UntrustedFileError, parse_json, read_regular_file, regular_files
 
-__all__ = ["check_no_links", "MAX_CONFIG_BYTES", "folder_kind", "hf_auto_class_name", "our_model_classes",
-           "read_model_folder", "quiet_transformers",
-           "TOKENIZER_FILES", "tokenizer_files"]
+__all__ = ["check_no_links", "hub_snapshot_repo", "MAX_CONFIG_BYTES", "folder_kind", "hf_auto_class_name",
+           "our_model_classes", "read_model_folder", "quiet_transformers", "TOKENIZER_FILES", "tokenizer_files"]
 
 #: The files of a Hugging Face tokenizer (``save_pretrained`` of a tokenizer), copied into edited model folders.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
@@ -35,14 +34,29 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 
+def hub_snapshot_repo(folder: Path) -> str | None:
+    """``org/name`` when ``folder`` is a snapshot in a Hugging Face Hub cache (``models--org--name/snapshots/REV``,
+    huggingface_hub's layout, whose files are links into the repository's ``blobs/``); else ``None``."""
+    parent, repo = folder.parent, folder.parent.parent.name
+    if parent.name != "snapshots" or not repo.startswith("models--"):
+        return None
+    return repo[len("models--"):].replace("--", "/")
+
+
 def check_no_links(folder: Path, what: str = "model folder") -> list[str]:
     """The regular files directly in ``folder``; :class:`~layerscale.untrusted_files.UntrustedFileError` (one
-    line) when ``folder`` or any entry in it is a symbolic link, so no library reading it afterwards follows one."""
+    line) when ``folder`` or any entry in it is a symbolic link, so no library reading it afterwards follows one. A
+    Hub cache snapshot (:func:`hub_snapshot_repo`) is refused the same way, the line saying how to get the folder
+    with its files in place."""
     files, other = regular_files(folder)
     for name in other:
         if (folder / name).is_symlink():
+            repo = hub_snapshot_repo(folder)
+            how = (f"; this is a Hugging Face Hub cache snapshot, whose files are links into the cache: download "
+                   f"the files themselves (hf download {repo} --local-dir DIR) or copy them (cp -rL {folder} DIR) "
+                   f"and give DIR") if repo else ""
             raise UntrustedFileError(f"{folder / name}: refused (a symbolic link inside the {what}); links are "
-                                     "not followed")
+                                     f"not followed{how}")
     return files
 
 
