@@ -6,6 +6,7 @@ what the edit means, computed here on the source model by hand."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
@@ -94,3 +95,14 @@ def test_auto_image_classification_refuses_a_marked_deit_folder_rather_than_gues
     path, _ = folder
     with pytest.raises(ValueError, match="Unrecognized configuration class"):
         AUTO.from_pretrained(path)
+
+
+def test_a_marked_deit_folder_names_the_vision_loader(folder):
+    path, teacher = folder
+    config = json.loads((path / "config.json").read_text())
+    assert config["model_type"] == "deit_layerscale"
+    assert config["layerscale_loader"] == "layerscale.integrations.hf_vision.from_pretrained_with_layerscale"
+    with pytest.raises(Exception, match=r"a plain DeiT would drop, computing another function; load it with "
+                                        r"layerscale\.integrations\.hf_vision\.from_pretrained_with_layerscale\("
+                                        r"AutoModelForImageClassification, folder\)"):
+        getattr(transformers, CLASSES[teacher]).from_pretrained(path)

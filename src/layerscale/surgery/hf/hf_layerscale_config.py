@@ -1,4 +1,4 @@
-"""The mark a Hugging Face model (a causal LM or a ViT) carries in its config while it holds LayerScale γ, so that a
+"""The mark a Hugging Face model (a causal LM, a ViT or a DeiT) carries in its config while it holds LayerScale γ, so that a
 save of it cannot be loaded without γ by mistake.
 
 ``add_layerscale`` adds γ (keys ``...layer_scale``) that plain transformers does not know: a plain load would
@@ -9,7 +9,7 @@ the original one plus ``_layerscale`` (``llama_layerscale``, ``gpt2_layerscale``
 
 * ``AutoModelForCausalLM.from_pretrained(folder)`` (``AutoModelForImageClassification`` / ``AutoModel`` for a
   ViT) fails with transformers' own error: it does not know the type, until the integration module that registers
-  it is imported (:data:`INTEGRATIONS`);
+  it is imported (:data:`INTEGRATIONS`; a DeiT's image classifier stays unregistered, only ``AutoModel`` is);
 * ``from_pretrained_with_layerscale`` (:mod:`layerscale.surgery.hf.hf_loader`) loads it, γ included, bit for bit;
 * ``fold_layerscale`` removes γ and the mark: the folded model saves a plain ``config.json``;
 
@@ -43,12 +43,17 @@ LOADER_KEY = "layerscale_loader"
 GUARD_KEY = "layerscale_plain_load_guard"
 #: the oldest transformers whose concrete classes refuse a marked folder (the ``hf`` extra's floor)
 MIN_TRANSFORMERS = "5.9"
-#: base model type → (the transformers Auto class that loads its marked folder once the module is imported, the
-#: module); a type not listed is a causal LM (:mod:`layerscale.integrations.hf_causal_lm`)
-INTEGRATIONS = {"vit": ("AutoModelForImageClassification", "layerscale.integrations.hf_vision")}
-_CAUSAL_LM = ("AutoModelForCausalLM", "layerscale.integrations.hf_causal_lm")
+#: base model type → (the transformers Auto class that loads its marked folder, the integration module; whether
+#: importing the module registers the marked type with that Auto class); a type not listed is a causal LM
+#: (:mod:`layerscale.integrations.hf_causal_lm`). DeiT's image classifier is not registered: its two classes (with
+#: and without the distillation head) are told apart by the saved class name, which a scaled class would not match.
+INTEGRATIONS = {"vit": ("AutoModelForImageClassification", "layerscale.integrations.hf_vision", True),
+                "deit": ("AutoModelForImageClassification", "layerscale.integrations.hf_vision", False)}
+_CAUSAL_LM = ("AutoModelForCausalLM", "layerscale.integrations.hf_causal_lm", True)
 _GUARD_REASON = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, computing "
                  "another function; load it with {auto}.from_pretrained after importing {module}, or with {loader}")
+_GUARD_REASON_LOADER_ONLY = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, "
+                             "computing another function; load it with {loader}({auto}, folder)")
 #: the integer fields the guard may hold its sentence in, in order of preference (:func:`guard_field`)
 _GUARD_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers")
 
@@ -96,8 +101,15 @@ def guard_field(base: type) -> str:
 
 def loader_of(model_type: str) -> tuple[str, str, str]:
     """``(Auto class, integration module, loader function)`` that read a marked folder of the base ``model_type``."""
-    auto, module = INTEGRATIONS.get(model_type, _CAUSAL_LM)
+    auto, module, _ = INTEGRATIONS.get(model_type, _CAUSAL_LM)
     return auto, module, f"{module}.from_pretrained_with_layerscale"
+
+
+def _guard_reason(model_type: str, cls: str) -> str:
+    """The sentence a concrete class's refusal shows for a marked folder of the base ``model_type``."""
+    auto, module, registered = INTEGRATIONS.get(model_type, _CAUSAL_LM)
+    reason = _GUARD_REASON if registered else _GUARD_REASON_LOADER_ONLY
+    return reason.format(cls=cls, auto=auto, module=module, loader=f"{module}.from_pretrained_with_layerscale")
 
 
 def _config_to_mark(model: nn.Module) -> Any:
@@ -125,12 +137,10 @@ def mark_layerscale_config(model: nn.Module) -> None:
     check_transformers()
     base = type(config)
     field = guard_field(base)
-    auto, module, loader = loader_of(base.model_type)
     config.__class__ = _marked_class(base)
-    setattr(config, LOADER_KEY, loader)
+    setattr(config, LOADER_KEY, loader_of(base.model_type)[2])
     setattr(config, GUARD_KEY, {"model_type": base.model_type,
-                                field: _GUARD_REASON.format(cls=base.__name__.removesuffix("Config"), auto=auto,
-                                                            module=module, loader=loader)})
+                                field: _guard_reason(base.model_type, base.__name__.removesuffix("Config"))})
 
 
 def installed_transformers() -> str:
