@@ -14,8 +14,11 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm ViT-style blocks (``ls1``/``ls2`` modules, :class:`timm.layers.LayerScale` or ``nn.Identity``): ``s_i`` is
   the output of ``ls{i}``.
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
+* Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2): ``s_i`` is the output of
+  the branch's post-norm.
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
-  added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer).
+  added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer), times
+  Granite's ``residual_multiplier``.
 
 The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
 update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
@@ -150,30 +153,57 @@ def _gamma_params(name: str, block: nn.Module) -> BlockProbe | None:
     return BlockProbe(name, block, _stream_arg(block), tuple(branches))
 
 
+def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
+    """Hugging Face decoder layers that normalise each branch's output before the residual add: Gemma 2 / 3
+    (``input_layernorm → self_attn → post_attention_layernorm``, ``pre_feedforward_layernorm → mlp →
+    post_feedforward_layernorm``) and OLMo 2 (the same without the input norms; ``modeling_gemma2.py``,
+    ``modeling_olmo2.py``, transformers 5.24). ``s_i`` is the output of ``post_attention_layernorm`` /
+    ``post_feedforward_layernorm``, and the stream enters the MLP branch at ``pre_feedforward_layernorm`` (Gemma) or
+    at the MLP itself (OLMo 2). Without this layout, :func:`_hf_decoder` would take the attention output (before its
+    norm) for ``s_1`` and that norm's input for the stream."""
+    needed = ("self_attn", "mlp", "post_attention_layernorm", "post_feedforward_layernorm")
+    if not all(isinstance(getattr(block, a, None), nn.Module) for a in needed):
+        return None
+    pre = getattr(block, "pre_feedforward_layernorm", None)
+    stream_module = pre if isinstance(pre, nn.Module) else block.mlp
+    return BlockProbe(name, block, 0, (BranchProbe("attn", block.post_attention_layernorm, None, None, None, None),
+                                       BranchProbe("mlp", block.post_feedforward_layernorm, None, stream_module, None,
+                                                   None)))
+
+
 def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """Hugging Face GPT-2 (``ln_1, attn, ln_2, mlp``) and Llama-family (``input_layernorm, self_attn,
     post_attention_layernorm, mlp``) decoder layers, and ViT layers (``layernorm_before, attention,
-    layernorm_after, mlp``): Pre-LN, no scale; ``s_i`` is the attention / MLP output."""
+    layernorm_after, mlp``): Pre-LN, no scale; ``s_i`` is the attention / MLP output, times the layer's scalar
+    ``residual_multiplier`` where it has one (Granite: ``x + m · F(norm(x))``, ``modeling_granite.py``)."""
     for attn, norm2 in (("attn", "ln_2"), ("self_attn", "post_attention_layernorm"), ("attention", "layernorm_after")):
         if all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp", norm2)):
             second_norm = getattr(block, norm2)
-            return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", getattr(block, attn), None),
-                                               _hf_decoder_branch("mlp", block.mlp, second_norm)))
+            return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, getattr(block, attn), None),
+                                               _hf_decoder_branch("mlp", block, block.mlp, second_norm)))
     return None
 
 
-def _hf_decoder_branch(name: str, branch: nn.Module, stream_module: nn.Module | None) -> BranchProbe:
+def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
+                       stream_module: nn.Module | None) -> BranchProbe:
     """A decoder branch; its scale is the ``layer_scale`` that ``add_layerscale`` put in its output layer
-    (``c_proj`` / ``o_proj`` / ``down_proj``), inside the branch, so the branch's output already is ``s``."""
+    (``c_proj`` / ``o_proj`` / ``down_proj``), inside the branch, so the branch's output already is ``s`` (times the
+    block's ``residual_multiplier``, when it has one)."""
+    multiplier = getattr(block, "residual_multiplier", None)
+    gain = None
+    if isinstance(multiplier, (int, float)) and not isinstance(multiplier, bool):
+        # a 0-dim float64 factor: multiplied by it, s keeps its dtype (and float64 its precision)
+        gain = lambda m=float(multiplier): torch.tensor(m, dtype=torch.float64)  # noqa: E731
+    gamma = None
     for child in ("c_proj", "o_proj", "down_proj"):
-        scaled = getattr(branch, child, None)
-        gamma = getattr(scaled, "layer_scale", None)
-        if isinstance(gamma, torch.Tensor):
-            return BranchProbe(name, branch, None, stream_module, gamma, _scale_kind(gamma))
-    return BranchProbe(name, branch, None, stream_module, None, None)
+        found = getattr(getattr(branch, child, None), "layer_scale", None)
+        if isinstance(found, torch.Tensor):
+            gamma = found
+            break
+    return BranchProbe(name, branch, gain, stream_module, gamma, None if gamma is None else _scale_kind(gamma))
 
 
-_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_decoder)
+_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_post_norm_decoder, _hf_decoder)
 
 
 def find_blocks(model: nn.Module) -> list[BlockProbe]:

@@ -1,0 +1,64 @@
+"""``find_blocks`` on Hugging Face decoder layers of every residual layout: for each block, the branch outputs it
+finds add up to what the block does, ``y = x + s₁ + s₂``, and the stream it finds entering the MLP branch is
+``x + s₁`` — Llama and Qwen3 (Pre-LN), Granite (``x + m · F``), Gemma 2 / 3 and OLMo 2 (each branch's output
+normalised before the add, where the Pre-LN reading would take the un-normalised attention output)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layerscale.diagnostics import find_blocks
+
+transformers = pytest.importorskip("transformers")
+
+BASE = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=64, max_position_embeddings=32, pad_token_id=0)
+LAYOUTS = {"llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+           "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=8)),
+           "granite": ("GraniteConfig", "GraniteForCausalLM", dict(residual_multiplier=0.3)),
+           "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(head_dim=8)),
+           "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=8)),
+           "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {})}
+
+
+def _first(value):
+    return value[0] if isinstance(value, tuple) else value
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_found_branch_outputs_add_up_to_each_block(layout):
+    config_name, model_name, extra = LAYOUTS[layout]
+    torch.manual_seed(0)
+    model = getattr(transformers, model_name)(getattr(transformers, config_name)(**BASE, **extra)).double().eval()
+    with torch.no_grad():  # norm weights away from their initial values, so a skipped norm shows
+        for name, param in model.named_parameters():
+            if "norm" in name:
+                param.uniform_(0.5, 1.5)
+    probes = find_blocks(model)
+    assert len(probes) == 2
+    seen: dict = {}
+    handles = []
+    for index, probe in enumerate(probes):
+        handles.append(probe.module.register_forward_pre_hook(
+            lambda m, a, k, i=index: seen.__setitem__((i, "x"), (a[0] if a else k["hidden_states"])),
+            with_kwargs=True))
+        handles.append(probe.module.register_forward_hook(lambda m, a, o, i=index: seen.__setitem__((i, "y"),
+                                                                                                   _first(o))))
+        for branch in probe.branches:
+            gain = branch.output_gain
+            handles.append(branch.output_module.register_forward_hook(
+                lambda m, a, o, i=index, b=branch.name, g=gain: seen.__setitem__(
+                    (i, b), _first(o) * (g() if g is not None else 1))))
+        handles.append(probe.branches[1].stream_module.register_forward_pre_hook(
+            lambda m, a, i=index: seen.__setitem__((i, "stream2"), a[0])))
+    with torch.no_grad():
+        model(torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1)), use_cache=False)
+    for handle in handles:
+        handle.remove()
+    for index in range(2):
+        x, y = seen[(index, "x")], seen[(index, "y")]
+        s1, s2 = seen[(index, "attn")], seen[(index, "mlp")]
+        torch.testing.assert_close(seen[(index, "stream2")], x + s1, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(y, x + s1 + s2, rtol=1e-12, atol=1e-12)
+        assert s1.abs().max() > 1e-3 and s2.abs().max() > 1e-3
