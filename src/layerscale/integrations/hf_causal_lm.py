@@ -9,8 +9,8 @@ that no transformers loader builds the architecture without scales and drops tho
 loads exactly (γ included, bit for bit)
 
 * with transformers' own ``AutoModelForCausalLM.from_pretrained(folder)`` / ``AutoConfig`` once this module is
-  imported: importing it registers, for GPT-2, Llama, Mistral and Qwen2, the marked config class under its
-  ``<type>_layerscale`` type and a causal-LM class that adds the scales when it is built
+  imported: importing it registers, for GPT-2 and each Llama-layout family (:data:`_AUTO_FAMILIES`), the marked
+  config class under its ``<type>_layerscale`` type and a causal-LM class that adds the scales when it is built
   (:func:`register_auto_classes`; ``LayerScaleLlamaForCausalLM``, ...). Without the import those calls fail with
   transformers' "does not recognize this architecture", and a concrete class (``LlamaForCausalLM``) always fails
   (the mark's guard, :mod:`layerscale.surgery.hf.hf_layerscale_config`): never a model without its scales;
@@ -32,12 +32,18 @@ __all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale", "register_auto
 _AUTO_FAMILIES = {"gpt2": ("GPT2Config", (("AutoModelForCausalLM", "GPT2LMHeadModel"),)),
                   "llama": ("LlamaConfig", (("AutoModelForCausalLM", "LlamaForCausalLM"),)),
                   "mistral": ("MistralConfig", (("AutoModelForCausalLM", "MistralForCausalLM"),)),
-                  "qwen2": ("Qwen2Config", (("AutoModelForCausalLM", "Qwen2ForCausalLM"),))}
+                  "qwen2": ("Qwen2Config", (("AutoModelForCausalLM", "Qwen2ForCausalLM"),)),
+                  "qwen3": ("Qwen3Config", (("AutoModelForCausalLM", "Qwen3ForCausalLM"),)),
+                  "phi3": ("Phi3Config", (("AutoModelForCausalLM", "Phi3ForCausalLM"),)),
+                  "gemma": ("GemmaConfig", (("AutoModelForCausalLM", "GemmaForCausalLM"),)),
+                  "olmo": ("OlmoConfig", (("AutoModelForCausalLM", "OlmoForCausalLM"),)),
+                  "granite": ("GraniteConfig", (("AutoModelForCausalLM", "GraniteForCausalLM"),)),
+                  "smollm3": ("SmolLM3Config", (("AutoModelForCausalLM", "SmolLM3ForCausalLM"),))}
 
 
 def register_auto_classes() -> list[str]:
-    """Register the marked model types (``gpt2_layerscale``, ``llama_layerscale``, ``mistral_layerscale``,
-    ``qwen2_layerscale``) with transformers' ``AutoConfig`` and ``AutoModelForCausalLM``, so that their
+    """Register the marked model types (``gpt2_layerscale``, ``llama_layerscale``, ... one per family of
+    :data:`_AUTO_FAMILIES`) with transformers' ``AutoConfig`` and ``AutoModelForCausalLM``, so that their
     ``from_pretrained`` loads a folder saved after ``add_layerscale`` exactly (the model's class is
     ``LayerScaleLlamaForCausalLM``, ... of this module). Idempotent; done when this module is imported. Returns the
     registered model types."""

@@ -39,8 +39,8 @@ def _families() -> list[BlockFamily]:
 
 #: the families the editor knows, for messages
 FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransformer (ViT, DeiT III)", "timm Cait",
-                "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2)",
-                "Hugging Face ViT and DINOv2 (with or without registers)")
+                "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, "
+                "Granite, SmolLM3)", "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
 
 
 def block_family(model: nn.Module) -> BlockFamily:

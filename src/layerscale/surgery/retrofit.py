@@ -29,7 +29,7 @@ __all__ = ["add_layerscale"]
 
 _SUPPORTED = ("layerscale Block / ClassAttentionBlock (ViT, CaiT, GPT), timm VisionTransformer blocks, "
               "Hugging Face ViTLayer / DeiTLayer (ViT and DeiT models), Hugging Face causal-LM decoder layers "
-              "(GPT-2, Llama, Mistral, Qwen2)")
+              "(GPT-2, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, Granite, SmolLM3)")
 
 
 def _like(module: nn.Module) -> dict:
@@ -84,14 +84,14 @@ def add_layerscale(model: nn.Module, init_value: float | None = None, *, inplace
     Recognised: our blocks built without a scale (``residual="prenorm"`` or ``ls_placement`` other than
     ``"both"``; the new modules sit in the ``ls1`` / ``ls2`` slots, keys ``ls{i}.gamma``), timm
     ``VisionTransformer`` blocks without ``init_values`` (``ls1`` / ``ls2`` become :class:`LayerScale`, key
-    ``gamma`` as timm's), and Hugging Face ``ViTLayer`` (the branch's output linear becomes a
-    :class:`LayerScaledLinear`, key ``layer_scale``), and Hugging Face causal-LM decoder layers — GPT-2, Llama,
-    Mistral, Qwen2 (the branch's output layer ``c_proj`` / ``o_proj`` / ``down_proj`` becomes a
+    ``gamma`` as timm's), and Hugging Face ``ViTLayer`` / ``DeiTLayer`` (the branch's output linear becomes a
+    :class:`LayerScaledLinear`, key ``layer_scale``), and Hugging Face causal-LM decoder layers — GPT-2 and the
+    Llama layout (the branch's output layer ``c_proj`` / ``o_proj`` / ``down_proj`` becomes a
     :class:`LayerScaledLinear` or :class:`~layerscale.surgery.hf.scaled_conv1d.LayerScaledConv1D`, key
-    ``layer_scale``; see :mod:`layerscale.surgery.hf.hf_decoder_layers`). ``init_value=None`` takes the CaiT depth rule
-    (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks — on a Hugging Face language model
-    that is a ``UserWarning`` (a pretrained model almost always wants ``1.0``); ``1.0`` leaves the outputs
-    unchanged exactly. On a Hugging Face model (a language model or a ViT) the config's ``model_type`` gets the
+    ``layer_scale``; the families: :mod:`layerscale.surgery.hf.hf_decoder_layers`). ``init_value=None`` takes the
+    CaiT depth rule (:func:`layerscale.init_value_for_depth`) of the number of recognised blocks — on a Hugging Face
+    language model that is a ``UserWarning`` (a pretrained model almost always wants ``1.0``); ``1.0`` leaves the
+    outputs unchanged exactly. On a Hugging Face model (a language model or a ViT) the config's ``model_type`` gets the
     suffix ``_layerscale`` until γ is folded, so that a plain ``from_pretrained`` of its save fails instead of
     dropping γ (:mod:`layerscale.surgery.hf.hf_layerscale_config`). ``inplace=False`` modifies a deep copy. Returns
     the model.

@@ -2,11 +2,12 @@
 the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``).
 
 The depth lives in the config (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``), which
-``save_pretrained`` writes, so plain ``from_pretrained`` builds the new depth; a per-layer ``layer_types`` list
-(sliding-window / full attention) is re-ordered with the blocks. Every attention layer carries its position in the
-stack as ``layer_idx``, the index of its entry in the KV cache: they are renumbered ``0 … L'−1`` so that
-``generate()`` with a cache is right. GPT-2 with ``scale_attn_by_inverse_layer_idx`` scales attention by the
-position, so moving a block would change its function: refused.
+``save_pretrained`` writes, so plain ``from_pretrained`` builds the new depth; the per-layer config lists
+(:data:`PER_LAYER_CONFIG`: ``layer_types``, sliding-window or full attention; SmolLM3's ``no_rope_layers``) are
+re-ordered with the blocks. Every attention layer carries its position in the stack as ``layer_idx``, the index of
+its entry in the KV cache: they are renumbered ``0 … L'−1`` so that ``generate()`` with a cache is right. GPT-2 with
+``scale_attn_by_inverse_layer_idx`` scales attention by the position, so moving a block would change its function:
+refused.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from .base import BlockFamily, layer_stack
 from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types
 from ..retrofit import add_layerscale
 
-__all__ = ["HFDecoderFamily"]
+__all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
+
+#: config lists with one entry per layer, which each layer reads by its index when it is built: ``layer_types``
+#: (sliding-window / full attention), SmolLM3's ``no_rope_layers`` (RoPE on or off)
+PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
@@ -53,9 +58,10 @@ class HFDecoderFamily(BlockFamily):
                 if isinstance(getattr(module, "layer_idx", None), int):
                     module.layer_idx = index  # its KV-cache slot
         config = model.config
-        types = getattr(config, "layer_types", None)
-        if isinstance(types, (list, tuple)) and len(types) == len(old):
-            config.layer_types = [types[o] for o in origin]
+        for key in PER_LAYER_CONFIG:
+            values = getattr(config, key, None)
+            if isinstance(values, (list, tuple)) and len(values) == len(old):
+                setattr(config, key, [values[o] for o in origin])
         config.num_hidden_layers = len(blocks)
 
     def add_scales(self, model: nn.Module) -> None:

@@ -6,8 +6,14 @@ Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the resi
 
 * GPT-2 (``GPT2Block``): ``attn.c_proj`` and ``mlp.c_proj`` (transformers' ``Conv1D``), and
   ``crossattention.c_proj`` when the model has cross-attention; the stream enters the MLP branch at ``ln_2``;
-* Llama, Mistral, Qwen2 (``*DecoderLayer``, the same layout): ``self_attn.o_proj`` and ``mlp.down_proj``
-  (``nn.Linear``); the stream enters the MLP branch at ``post_attention_layernorm``.
+* Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, Granite, SmolLM3 (``*DecoderLayer``, the same layout, read
+  from each ``modeling_*.py`` of transformers 5.24): ``self_attn.o_proj`` and ``mlp.down_proj`` (``nn.Linear``);
+  the stream enters the MLP branch at ``post_attention_layernorm``. Phi-3 adds a dropout after each branch (an
+  identity in evaluation; per element, so it commutes with a per-channel γ), Granite multiplies each branch by the
+  scalar ``residual_multiplier`` (also after ``o_proj`` / ``down_proj``), Qwen3's attention normalises queries and
+  keys inside the branch, SmolLM3 switches RoPE off on some layers (``config.no_rope_layers``, kept in step with the
+  layers by the block family). Gemma 2 / 3 and OLMo 2 normalise each branch's output after its last linear (a
+  scale there would be undone by the norm): not listed.
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -31,6 +37,12 @@ HF_DECODER_LAYERS = {
     "transformers.models.llama.modeling_llama": "LlamaDecoderLayer",
     "transformers.models.mistral.modeling_mistral": "MistralDecoderLayer",
     "transformers.models.qwen2.modeling_qwen2": "Qwen2DecoderLayer",
+    "transformers.models.qwen3.modeling_qwen3": "Qwen3DecoderLayer",
+    "transformers.models.phi3.modeling_phi3": "Phi3DecoderLayer",
+    "transformers.models.gemma.modeling_gemma": "GemmaDecoderLayer",
+    "transformers.models.olmo.modeling_olmo": "OlmoDecoderLayer",
+    "transformers.models.granite.modeling_granite": "GraniteDecoderLayer",
+    "transformers.models.smollm3.modeling_smollm3": "SmolLM3DecoderLayer",
 }
 
 
