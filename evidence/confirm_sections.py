@@ -105,8 +105,9 @@ def _cpu(runs: list[dict], sensitivity: list[dict], min_seeds: int) -> list[str]
               "", "| study | comparison | CPU kind | seeds | difference [95 % CI] | p | verdict (interval) |",
               "|---|---|---|---:|---:|---:|---|"]
     for r in sensitivity:
-        shown = ("—" if r["mean"] == "" else
-                 f"{float(r['mean']):+.1f} [{float(r['low']):.1f}, {float(r['high']):.1f}]")  # as format_interval
+        difference = None if r["mean"] == "" else Interval(float(r["mean"]), _float(r["low"]), _float(r["high"]),
+                                                           int(r["n"]), None)
+        shown = format_interval(difference, 1, signed=True)
         lines.append(f"| {r['study']} | {_label(r['study'], r['comparison'])} | {r['cpu']} | {r['n']} | {shown} | "
                      f"{format_p(_float(r['p_raw']))} | {r['verdict']} |")
     return lines
