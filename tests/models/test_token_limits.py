@@ -6,7 +6,7 @@ import pytest
 from torch import nn
 
 from layerscale.models import create_model
-from layerscale.models.token_limits import input_embedding_rows, max_positions
+from layerscale.token_limits import input_embedding_rows, max_positions
 
 
 def test_our_gpt_rows_and_positions():

@@ -28,7 +28,7 @@ from typing import Any
 
 from torch import nn
 
-from ...models.token_limits import input_embedding_rows, max_positions
+from ...token_limits import input_embedding_rows, max_positions
 from ...sources.image_processor import PROCESSOR_FILE
 from .evaluation import EvalSet, as_eval_set
 

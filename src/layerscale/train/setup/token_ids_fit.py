@@ -5,7 +5,7 @@ of 400 ids, a model of ``vocab_size`` 300) fails only at its first training step
 made. So the ids are compared with the model's input embedding first, in one line naming the data, the ids found and
 the rows the model has.
 
-* The model's rows: :func:`~layerscale.models.token_limits.input_embedding_rows` (its ``get_input_embeddings()``,
+* The model's rows: :func:`~layerscale.token_limits.input_embedding_rows` (its ``get_input_embeddings()``,
   else its ``vocab_size``). A model with neither is not checked here: its first step then fails, and the run's
   start is undone (:mod:`~layerscale.train.state.failed_start`).
 * The ids: the inputs of ``(inputs, target)`` samples when they are integer tensors. A ``TensorDataset`` is read
@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
-from ...models.token_limits import input_embedding_rows
+from ...token_limits import input_embedding_rows
 
 __all__ = ["SAMPLES", "check_token_ids_fit"]
 

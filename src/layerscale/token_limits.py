@@ -1,6 +1,7 @@
 """What token inputs a language model takes: how many ids its input embedding has rows for, and how long a sequence.
 
-Read from the model, whoever built it:
+Read from the model, whoever built it (so it sits beside :mod:`layerscale.weight_checks`, below both the trainer's
+token-id check and the analysis's tokenizer check, rather than with our model families):
 
 * :func:`input_embedding_rows`: ``model.get_input_embeddings()`` when it returns an ``nn.Embedding`` (Hugging Face
   models, timm-style wrappers), else the model's positive integer ``vocab_size`` attribute (this library's GPT);
