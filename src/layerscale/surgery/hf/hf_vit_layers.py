@@ -7,9 +7,10 @@ LayerScale (:class:`~layerscale.surgery.LayerScaledLinear`):
 * transformers 4.x and 5.0 – 5.8: ``attention.output.dense`` and ``output.dense`` (``ViTOutput`` adds its residual
   after the dense).
 
-Read from the wheels of transformers 5.8.0 and 5.9.0 (``models/vit/modeling_vit.py``); ``DeiTLayer`` is ViT's layer
-under another name in both (``models/deit/modeling_deit.py``: "Copied from ... ViTLayer" before 5.9, the same
-``attention.o_proj`` / ``mlp.fc2`` layer in 5.24). :func:`add_layerscale
+Read from the wheels of transformers 5.8.0 and 5.9.0 (``models/vit/modeling_vit.py``). ``DeiTLayer`` has ViT's
+layout (``models/deit/modeling_deit.py``: in the 4.x source it is marked "Copied from
+transformers.models.vit.modeling_vit.ViTLayer with ViT->DeiT"; in 5.24 it has the same ``attention.o_proj`` /
+``mlp.fc2``). :func:`add_layerscale
 <layerscale.surgery.add_layerscale>` wraps the two outputs; the ViT block family reads their γ back.
 """
 
