@@ -106,3 +106,16 @@ def test_a_marked_deit_folder_names_the_vision_loader(folder):
                                         r"layerscale\.integrations\.hf_vision\.from_pretrained_with_layerscale\("
                                         r"AutoModelForImageClassification, folder\)"):
         getattr(transformers, CLASSES[teacher]).from_pretrained(path)
+
+
+def test_prune_heals_a_deit_and_writes_a_folder_that_loads(folder, tmp_path, capsys):
+    path, teacher = folder
+    plain, healed = tmp_path / "plain", tmp_path / "healed"
+    assert main(["prune", str(path), "--blocks", "1", "--out", str(plain)]) == 0
+    assert main(["prune", str(path), "--blocks", "1", "--data", "digits", "--examples", "32", "--heal-steps", "3",
+                 "--heal", "full", "--heal-lr", "1e-2", "--heal-batch-size", "8", "--out", str(healed)]) == 0
+    assert "healed 3 steps" in capsys.readouterr().out
+    before, after = _load(plain), _load(healed)
+    assert type(after).__name__ == CLASSES[teacher] and len(after.deit.layers) == 2
+    assert before.state_dict().keys() == after.state_dict().keys()
+    assert any(not torch.equal(v, after.state_dict()[k]) for k, v in before.state_dict().items())
