@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-__all__ = ["loaded_classes"]
+__all__ = ["loaded_classes", "loaded_table_classes"]
 
 
 def loaded_classes(module: str, *names: str) -> tuple[type, ...]:
@@ -21,3 +21,8 @@ def loaded_classes(module: str, *names: str) -> tuple[type, ...]:
     except ImportError:
         return ()
     return tuple(cls for cls in (getattr(mod, name, None) for name in names) if isinstance(cls, type))
+
+
+def loaded_table_classes(table: dict[str, str]) -> tuple[type, ...]:
+    """The classes of a ``{module: class name}`` table whose module is loaded (:func:`loaded_classes` of each)."""
+    return tuple(cls for module, name in table.items() for cls in loaded_classes(module, name))

@@ -27,7 +27,7 @@ from torch import nn
 
 from .base import BlockFamily, layer_stack
 from ..hf.hf_vit_layers import HF_VIT_LAYERS, vit_branch_outputs
-from ..peers import loaded_classes
+from ..peers import loaded_table_classes
 from ..scaled_linear import LayerScaledLinear
 
 __all__ = ["HF_ENCODER_LAYERS", "HFEncoderFamily"]
@@ -41,7 +41,7 @@ HF_ENCODER_LAYERS = {
 
 
 def _layer_types() -> tuple[type, ...]:
-    return tuple(cls for module, name in HF_ENCODER_LAYERS.items() for cls in loaded_classes(module, name))
+    return loaded_table_classes(HF_ENCODER_LAYERS)
 
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:

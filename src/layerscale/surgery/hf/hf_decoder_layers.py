@@ -24,7 +24,7 @@ from typing import Callable
 
 from torch import nn
 
-from ..peers import loaded_classes
+from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
@@ -48,7 +48,7 @@ HF_DECODER_LAYERS = {
 
 def decoder_layer_types() -> tuple[type, ...]:
     """The supported decoder layer classes whose transformers module is loaded."""
-    return tuple(cls for module, name in HF_DECODER_LAYERS.items() for cls in loaded_classes(module, name))
+    return loaded_table_classes(HF_DECODER_LAYERS)
 
 
 def _is_gpt2(layer: nn.Module) -> bool:

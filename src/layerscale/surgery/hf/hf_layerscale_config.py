@@ -1,5 +1,5 @@
-"""The mark a Hugging Face model (a causal LM, a ViT or a DeiT) carries in its config while it holds LayerScale γ, so that a
-save of it cannot be loaded without γ by mistake.
+"""The mark a Hugging Face model (a causal LM, a ViT or a DeiT) carries in its config while it holds LayerScale γ, so
+that a save of it cannot be loaded without γ by mistake.
 
 ``add_layerscale`` adds γ (keys ``...layer_scale``) that plain transformers does not know: a plain load would
 build the model without γ and drop those weights, computing another function with only a load report to say so.

@@ -20,7 +20,7 @@ from typing import Callable
 
 from torch import nn
 
-from ..peers import loaded_classes
+from ..peers import loaded_table_classes
 from ..scaled_linear import LayerScaledLinear
 
 __all__ = ["HF_VIT_LAYERS", "VIT_BRANCH_OUTPUTS", "vit_layer_types", "vit_branch_outputs", "queue_hf_vit_layer"]
@@ -37,7 +37,7 @@ VIT_BRANCH_OUTPUTS = (("attention.o_proj", "mlp.fc2"), ("attention.output.dense"
 
 def vit_layer_types() -> tuple[type, ...]:
     """The layer classes of :data:`HF_VIT_LAYERS` whose transformers module is loaded."""
-    return tuple(cls for module, name in HF_VIT_LAYERS.items() for cls in loaded_classes(module, name))
+    return loaded_table_classes(HF_VIT_LAYERS)
 
 
 def _submodule(layer: nn.Module, path: str) -> nn.Module | None:
