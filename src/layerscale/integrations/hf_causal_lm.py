@@ -9,8 +9,9 @@ that no transformers loader builds the architecture without scales and drops tho
 loads exactly (γ included, bit for bit)
 
 * with transformers' own ``AutoModelForCausalLM.from_pretrained(folder)`` / ``AutoConfig`` once this module is
-  imported: importing it registers, for GPT-2 and each Llama-layout family (:data:`_AUTO_FAMILIES`), the marked
-  config class under its ``<type>_layerscale`` type and a causal-LM class that adds the scales when it is built
+  imported: importing it registers, for GPT-2 and each Llama-layout family
+  (:data:`~layerscale.surgery.hf.hf_layerscale_config.MARKED_FAMILIES`), the marked config class under its
+  ``<type>_layerscale`` type and a causal-LM class that adds the scales when it is built
   (:func:`register_auto_classes`; ``LayerScaleLlamaForCausalLM``, ...). Without the import those calls fail with
   transformers' "does not recognize this architecture", and a concrete class (``LlamaForCausalLM``) always fails
   (the mark's guard, :mod:`layerscale.surgery.hf.hf_layerscale_config`): never a model without its scales;
@@ -23,31 +24,20 @@ A model folded with :func:`layerscale.fold_layerscale` has no scale keys and loa
 
 from __future__ import annotations
 
+from ..surgery.hf.hf_layerscale_config import families_registered_by
 from ..surgery.hf.hf_loader import SCALE_KEY_SUFFIX, from_pretrained_with_layerscale
 from ..surgery.hf.scaled_auto_classes import register_scaled_classes
 
 __all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale", "register_auto_classes"]
 
-#: transformers' config and causal-LM class names of the families :func:`layerscale.add_layerscale` retrofits
-_AUTO_FAMILIES = {"gpt2": ("GPT2Config", (("AutoModelForCausalLM", "GPT2LMHeadModel"),)),
-                  "llama": ("LlamaConfig", (("AutoModelForCausalLM", "LlamaForCausalLM"),)),
-                  "mistral": ("MistralConfig", (("AutoModelForCausalLM", "MistralForCausalLM"),)),
-                  "qwen2": ("Qwen2Config", (("AutoModelForCausalLM", "Qwen2ForCausalLM"),)),
-                  "qwen3": ("Qwen3Config", (("AutoModelForCausalLM", "Qwen3ForCausalLM"),)),
-                  "phi3": ("Phi3Config", (("AutoModelForCausalLM", "Phi3ForCausalLM"),)),
-                  "gemma": ("GemmaConfig", (("AutoModelForCausalLM", "GemmaForCausalLM"),)),
-                  "olmo": ("OlmoConfig", (("AutoModelForCausalLM", "OlmoForCausalLM"),)),
-                  "granite": ("GraniteConfig", (("AutoModelForCausalLM", "GraniteForCausalLM"),)),
-                  "smollm3": ("SmolLM3Config", (("AutoModelForCausalLM", "SmolLM3ForCausalLM"),))}
-
 
 def register_auto_classes() -> list[str]:
     """Register the marked model types (``gpt2_layerscale``, ``llama_layerscale``, ... one per family of
-    :data:`_AUTO_FAMILIES`) with transformers' ``AutoConfig`` and ``AutoModelForCausalLM``, so that their
-    ``from_pretrained`` loads a folder saved after ``add_layerscale`` exactly (the model's class is
-    ``LayerScaleLlamaForCausalLM``, ... of this module). Idempotent; done when this module is imported. Returns the
-    registered model types."""
-    return register_scaled_classes(_AUTO_FAMILIES, __name__)
+    :data:`~layerscale.surgery.hf.hf_layerscale_config.MARKED_FAMILIES`) with transformers' ``AutoConfig`` and
+    ``AutoModelForCausalLM``, so that their ``from_pretrained`` loads a folder saved after ``add_layerscale`` exactly
+    (the model's class is ``LayerScaleLlamaForCausalLM``, ... of this module). Idempotent; done when this module is
+    imported. Returns the registered model types."""
+    return register_scaled_classes(families_registered_by(__name__), __name__)
 
 
 try:

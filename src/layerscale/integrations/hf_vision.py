@@ -17,7 +17,7 @@ included, bit for bit)
   when it is built). Without the import those calls fail with transformers' "does not recognize this
   architecture", and a concrete class (``ViTForImageClassification``) always fails: never a model without its
   scales. ``deit_layerscale`` is registered with ``AutoConfig`` and ``AutoModel`` only (see
-  :data:`_AUTO_FAMILIES`);
+  :data:`~layerscale.surgery.hf.hf_layerscale_config.MARKED_FAMILIES`);
 * with :func:`from_pretrained_with_layerscale` (any class): the usual ``from_pretrained`` for everything else, then
   the same scales added back and filled from the checkpoint (re-exported from
   :mod:`layerscale.surgery.hf.hf_loader`).
@@ -27,18 +27,11 @@ A model folded with :func:`layerscale.fold_layerscale` has no scale keys and loa
 
 from __future__ import annotations
 
+from ..surgery.hf.hf_layerscale_config import families_registered_by
 from ..surgery.hf.hf_loader import SCALE_KEY_SUFFIX, from_pretrained_with_layerscale
 from ..surgery.hf.scaled_auto_classes import register_scaled_classes
 
 __all__ = ["SCALE_KEY_SUFFIX", "from_pretrained_with_layerscale", "register_auto_classes"]
-
-#: transformers' config and model class names of the vision families :func:`layerscale.add_layerscale` retrofits
-#: (DeiT: ``AutoModel`` only; its image classifier is two classes, with and without the distillation head, which
-#: transformers' Auto class tells apart by the saved class name: a marked folder's name would match neither, so
-#: ``AutoModelForImageClassification`` keeps refusing one and :func:`from_pretrained_with_layerscale` reads it)
-_AUTO_FAMILIES = {"vit": ("ViTConfig", (("AutoModel", "ViTModel"),
-                                        ("AutoModelForImageClassification", "ViTForImageClassification"))),
-                  "deit": ("DeiTConfig", (("AutoModel", "DeiTModel"),))}
 
 
 def register_auto_classes() -> list[str]:
@@ -46,7 +39,7 @@ def register_auto_classes() -> list[str]:
     ``AutoModelForImageClassification``, so that their ``from_pretrained`` loads a folder saved after
     ``add_layerscale`` exactly. Idempotent; done when this module is imported. Returns the registered model
     types."""
-    return register_scaled_classes(_AUTO_FAMILIES, __name__)
+    return register_scaled_classes(families_registered_by(__name__), __name__)
 
 
 try:

@@ -117,7 +117,9 @@ def multiplicity_sentence(cells: list[CellResult], contrasts: list[Contrast], de
             f"calls a difference about 1 time in 20 when there is none, so among {len(compared)} equal "
             f"pair{'s' if len(compared) != 1 else ''} about "
             f"{0.05 * len(compared):.1f} would be called by chance. Verdicts are therefore adjusted: {holm} by "
-            "Benjamini & Hochberg (1995; at most 5 % of their verdicts expected false). Intervals are not adjusted: "
+            "Benjamini & Hochberg (1995; at most 5 % of their verdicts expected false if the tests are independent or "
+            "positively dependent, Benjamini & Yekutieli 2001 — comparisons sharing a reference's runs are assumed "
+            "so, not proven). Intervals are not adjusted: "
             "an interval that excludes 0 with an adjusted p ≥ 0.05 is reported as within noise.")
 
 

@@ -9,7 +9,7 @@ the original one plus ``_layerscale`` (``llama_layerscale``, ``gpt2_layerscale``
 
 * ``AutoModelForCausalLM.from_pretrained(folder)`` (``AutoModelForImageClassification`` / ``AutoModel`` for a
   ViT) fails with transformers' own error: it does not know the type, until the integration module that registers
-  it is imported (:data:`INTEGRATIONS`; a DeiT's image classifier stays unregistered, only ``AutoModel`` is);
+  it is imported (:data:`MARKED_FAMILIES`; a DeiT's image classifier stays unregistered, only ``AutoModel`` is);
 * ``from_pretrained_with_layerscale`` (:mod:`layerscale.surgery.hf.hf_loader`) loads it, γ included, bit for bit;
 * ``fold_layerscale`` removes γ and the mark: the folded model saves a plain ``config.json``;
 
@@ -32,9 +32,9 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["GUARD_KEY", "INTEGRATIONS", "LOADER_KEY", "MIN_TRANSFORMERS", "MODEL_TYPE_SUFFIX", "base_model_type",
-           "check_markable", "check_transformers", "guard_field", "is_marked", "loader_of", "mark_layerscale_config",
-           "marked_config_class", "unmark_layerscale_config"]
+__all__ = ["GUARD_KEY", "LOADER_KEY", "MARKED_FAMILIES", "MIN_TRANSFORMERS", "MODEL_TYPE_SUFFIX", "base_model_type",
+           "check_markable", "check_transformers", "families_registered_by", "guard_field", "is_marked", "loader_of",
+           "mark_layerscale_config", "marked_config_class", "unmark_layerscale_config"]
 
 MODEL_TYPE_SUFFIX = "_layerscale"
 #: The config key naming the loader (in ``config.json`` for a reader of the error).
@@ -43,13 +43,29 @@ LOADER_KEY = "layerscale_loader"
 GUARD_KEY = "layerscale_plain_load_guard"
 #: the oldest transformers whose concrete classes refuse a marked folder (the ``hf`` extra's floor)
 MIN_TRANSFORMERS = "5.9"
-#: base model type → (the transformers Auto class that loads its marked folder, the integration module; whether
-#: importing the module registers the marked type with that Auto class); a type not listed is a causal LM
-#: (:mod:`layerscale.integrations.hf_causal_lm`). DeiT's image classifier is not registered: its two classes (with
-#: and without the distillation head) are told apart by the saved class name, which a scaled class would not match.
-INTEGRATIONS = {"vit": ("AutoModelForImageClassification", "layerscale.integrations.hf_vision", True),
-                "deit": ("AutoModelForImageClassification", "layerscale.integrations.hf_vision", False)}
-_CAUSAL_LM = ("AutoModelForCausalLM", "layerscale.integrations.hf_causal_lm", True)
+_CAUSAL_LM_MODULE = "layerscale.integrations.hf_causal_lm"
+_VISION_MODULE = "layerscale.integrations.hf_vision"
+#: base model type → (the integration module whose import registers the marked type, transformers' config class,
+#: ((Auto class, model class), ...) registered for it): the one statement of which Auto class reads which marked
+#: folder. DeiT's image classifier is not registered, only ``AutoModel``: its two classes (with and without the
+#: distillation head) are told apart by the saved class name, which a scaled class would not match.
+MARKED_FAMILIES = {
+    "gpt2": (_CAUSAL_LM_MODULE, "GPT2Config", (("AutoModelForCausalLM", "GPT2LMHeadModel"),)),
+    "llama": (_CAUSAL_LM_MODULE, "LlamaConfig", (("AutoModelForCausalLM", "LlamaForCausalLM"),)),
+    "mistral": (_CAUSAL_LM_MODULE, "MistralConfig", (("AutoModelForCausalLM", "MistralForCausalLM"),)),
+    "qwen2": (_CAUSAL_LM_MODULE, "Qwen2Config", (("AutoModelForCausalLM", "Qwen2ForCausalLM"),)),
+    "qwen3": (_CAUSAL_LM_MODULE, "Qwen3Config", (("AutoModelForCausalLM", "Qwen3ForCausalLM"),)),
+    "phi3": (_CAUSAL_LM_MODULE, "Phi3Config", (("AutoModelForCausalLM", "Phi3ForCausalLM"),)),
+    "gemma": (_CAUSAL_LM_MODULE, "GemmaConfig", (("AutoModelForCausalLM", "GemmaForCausalLM"),)),
+    "olmo": (_CAUSAL_LM_MODULE, "OlmoConfig", (("AutoModelForCausalLM", "OlmoForCausalLM"),)),
+    "granite": (_CAUSAL_LM_MODULE, "GraniteConfig", (("AutoModelForCausalLM", "GraniteForCausalLM"),)),
+    "smollm3": (_CAUSAL_LM_MODULE, "SmolLM3Config", (("AutoModelForCausalLM", "SmolLM3ForCausalLM"),)),
+    "vit": (_VISION_MODULE, "ViTConfig", (("AutoModel", "ViTModel"),
+                                          ("AutoModelForImageClassification", "ViTForImageClassification"))),
+    "deit": (_VISION_MODULE, "DeiTConfig", (("AutoModel", "DeiTModel"),)),
+}
+#: each integration module's task-level Auto class, the one a refusal names
+_TASK_AUTO_CLASS = {_CAUSAL_LM_MODULE: "AutoModelForCausalLM", _VISION_MODULE: "AutoModelForImageClassification"}
 _GUARD_REASON = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, computing "
                  "another function; load it with {auto}.from_pretrained after importing {module}, or with {loader}")
 _GUARD_REASON_LOADER_ONLY = ("this folder holds LayerScale scales (keys *.layer_scale) that a plain {cls} would drop, "
@@ -99,15 +115,30 @@ def guard_field(base: type) -> str:
                      f"saved with LayerScale could not refuse a plain load; add_layerscale is not supported on it")
 
 
+def families_registered_by(module: str) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """The families of :data:`MARKED_FAMILIES` whose marked type the integration ``module`` registers,
+    ``{type: (config class, ((Auto class, model class), ...))}`` (what
+    :func:`~layerscale.surgery.hf.scaled_auto_classes.register_scaled_classes` takes)."""
+    return {kind: (config, models) for kind, (owner, config, models) in MARKED_FAMILIES.items() if owner == module}
+
+
+def _integration(model_type: str) -> tuple[str, str, bool]:
+    """``(task Auto class, integration module, whether importing the module registers the type with that class)``
+    for the base ``model_type``; a type not in :data:`MARKED_FAMILIES` is a causal LM."""
+    module, _, models = MARKED_FAMILIES.get(model_type, (_CAUSAL_LM_MODULE, "", ()))
+    auto = _TASK_AUTO_CLASS[module]
+    return auto, module, any(name == auto for name, _ in models)
+
+
 def loader_of(model_type: str) -> tuple[str, str, str]:
     """``(Auto class, integration module, loader function)`` that read a marked folder of the base ``model_type``."""
-    auto, module, _ = INTEGRATIONS.get(model_type, _CAUSAL_LM)
+    auto, module, _ = _integration(model_type)
     return auto, module, f"{module}.from_pretrained_with_layerscale"
 
 
 def _guard_reason(model_type: str, cls: str) -> str:
     """The sentence a concrete class's refusal shows for a marked folder of the base ``model_type``."""
-    auto, module, registered = INTEGRATIONS.get(model_type, _CAUSAL_LM)
+    auto, module, registered = _integration(model_type)
     reason = _GUARD_REASON if registered else _GUARD_REASON_LOADER_ONLY
     return reason.format(cls=cls, auto=auto, module=module, loader=f"{module}.from_pretrained_with_layerscale")
 
