@@ -169,3 +169,23 @@ def hf_dinov2(layers: int = 3, seed: int = 0, **backbone):
             if name.endswith("lambda1"):
                 param.uniform_(0.2, 1.5)
     return model
+
+
+def decoder_layers(model) -> list:
+    """A Hugging Face model's decoder layers (``*DecoderLayer``), in forward order."""
+    return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+
+
+def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> torch.Tensor:
+    """``model(input_ids=tokens).logits`` without a cache; with ``skip``, that decoder layer returns its input (the
+    residual stream passes it by: the reference a pruned model must equal, written without the block editor)."""
+    handle = None
+    if skip is not None:
+        handle = decoder_layers(model)[skip].register_forward_hook(
+            lambda module, args, kwargs, out: args[0] if args else kwargs["hidden_states"], with_kwargs=True)
+    try:
+        with torch.no_grad():
+            return model(input_ids=tokens, use_cache=False).logits
+    finally:
+        if handle is not None:
+            handle.remove()

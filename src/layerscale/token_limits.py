@@ -7,8 +7,9 @@ token-id check and the analysis's tokenizer check, rather than with our model fa
   models, timm-style wrappers), else the model's positive integer ``vocab_size`` attribute (this library's GPT);
   ``None`` when neither says (an ``nn.Embedding`` found elsewhere in a model may be a position table, so none is
   searched for).
-* :func:`max_positions`: Hugging Face ``config.max_position_embeddings`` / ``config.n_positions``, else our GPT's
-  ``block_size``; ``None`` when the model states no maximum (rotary models without one).
+* :func:`max_positions`: Hugging Face ``config.max_position_embeddings`` / ``config.n_positions`` (of
+  ``config.get_text_config()``: a model that also reads images, Gemma 3 or LLaVA, keeps them in its text config),
+  else our GPT's ``block_size``; ``None`` when the model states no maximum (rotary models without one).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def input_embedding_rows(model: nn.Module) -> int | None:
 def max_positions(model: nn.Module) -> int | None:
     """The longest sequence ``model`` takes (module docstring); ``None`` when unbounded."""
     config = getattr(model, "config", None)
+    if callable(getattr(config, "get_text_config", None)):
+        config = config.get_text_config()
     if config is not None:
         for key in ("max_position_embeddings", "n_positions"):
             value = _positive_int(getattr(config, key, None))

@@ -1,7 +1,7 @@
 """``find_blocks`` on Hugging Face decoder layers of every residual layout: for each block, the branch outputs it
 finds add up to what the block does, ``y = x + s₁ + s₂``, and the stream it finds entering the MLP branch is
-``x + s₁`` — Llama and Qwen3 (Pre-LN), Granite (``x + m · F``), Gemma 2 / 3 and OLMo 2 (each branch's output
-normalised before the add, where the Pre-LN reading would take the un-normalised attention output)."""
+``x + s₁`` — Llama and Qwen3 (Pre-LN), Granite (``x + m · F``), Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 (each branch's
+output normalised before the add, where the Pre-LN reading would take the un-normalised attention output)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ LAYOUTS = {"llama": ("LlamaConfig", "LlamaForCausalLM", {}),
            "granite": ("GraniteConfig", "GraniteForCausalLM", dict(residual_multiplier=0.3)),
            "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(head_dim=8)),
            "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=8)),
-           "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {})}
+           "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
+           "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", {}),
+           "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", dict(head_dim=8))}
 
 
 def _first(value):

@@ -23,6 +23,18 @@ def test_hugging_face_model_rows_and_positions():
     assert max_positions(model) == 40
 
 
+def test_an_image_text_model_positions_from_its_text_config():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlavaConfig(
+        text_config=dict(model_type="llama", hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                         num_attention_heads=2, vocab_size=50, max_position_embeddings=40),
+        vision_config=dict(model_type="clip_vision_model", hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                           num_attention_heads=2, image_size=28, patch_size=14), image_token_index=49)
+    model = transformers.LlavaForConditionalGeneration(config)
+    assert input_embedding_rows(model) == 50
+    assert max_positions(model) == 40
+
+
 def test_rows_from_the_input_embedding_not_vocab_size():
     class Resized(nn.Module):
         vocab_size = 10

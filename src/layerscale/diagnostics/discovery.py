@@ -14,8 +14,8 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm ViT-style blocks (``ls1``/``ls2`` modules, :class:`timm.layers.LayerScale` or ``nn.Identity``): ``s_i`` is
   the output of ``ls{i}``.
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
-* Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2): ``s_i`` is the output of
-  the branch's post-norm.
+* Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
+  output of the branch's post-norm.
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
   added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer), times
   Granite's ``residual_multiplier``.
@@ -156,11 +156,12 @@ def _gamma_params(name: str, block: nn.Module) -> BlockProbe | None:
 def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """Hugging Face decoder layers that normalise each branch's output before the residual add: Gemma 2 / 3
     (``input_layernorm → self_attn → post_attention_layernorm``, ``pre_feedforward_layernorm → mlp →
-    post_feedforward_layernorm``) and OLMo 2 (the same without the input norms; ``modeling_gemma2.py``,
-    ``modeling_olmo2.py``, transformers 5.24). ``s_i`` is the output of ``post_attention_layernorm`` /
-    ``post_feedforward_layernorm``, and the stream enters the MLP branch at ``pre_feedforward_layernorm`` (Gemma) or
-    at the MLP itself (OLMo 2). Without this layout, :func:`_hf_decoder` would take the attention output (before its
-    norm) for ``s_1`` and that norm's input for the stream."""
+    post_feedforward_layernorm``) and OLMo 2 / 3 and EXAONE 4 (the same without the input norms;
+    ``modeling_gemma2.py``, ``modeling_olmo2.py``, ``modeling_olmo3.py``, ``modeling_exaone4.py``, transformers 5.24).
+    ``s_i`` is the output of ``post_attention_layernorm`` / ``post_feedforward_layernorm``, and the stream enters the
+    MLP branch at ``pre_feedforward_layernorm`` (Gemma) or at the MLP itself (OLMo, EXAONE). Without this layout,
+    :func:`_hf_decoder` would take the attention output (before its norm) for ``s_1`` and that norm's input for the
+    stream."""
     needed = ("self_attn", "mlp", "post_attention_layernorm", "post_feedforward_layernorm")
     if not all(isinstance(getattr(block, a, None), nn.Module) for a in needed):
         return None

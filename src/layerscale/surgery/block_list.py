@@ -40,7 +40,8 @@ def _families() -> list[BlockFamily]:
 #: the families the editor knows, for messages
 FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransformer (ViT, DeiT III)", "timm Cait",
                 "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, "
-                "Granite, SmolLM3)", "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
+                "Granite, SmolLM3)", "Hugging Face post-norm causal LMs, pruning only (Gemma 2, Gemma 3, OLMo 2, "
+                "OLMo 3, EXAONE 4)", "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
 
 
 def block_family(model: nn.Module) -> BlockFamily:

@@ -1,13 +1,17 @@
-"""Hugging Face causal LMs with GPT-2 or Llama-family decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
-the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``).
+"""Hugging Face causal LMs with GPT-2, Llama-family or post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4) decoder layers
+(:mod:`layerscale.surgery.hf.hf_decoder_layers`): the stack is the ``nn.ModuleList`` of decoder layers
+(``transformer.h`` / ``model.layers``; ``model.language_model.layers`` in a model that also reads images, such as
+Gemma 3's ``Gemma3ForConditionalGeneration``).
 
-The depth lives in the config (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``), which
+The depth lives in the config of the text model (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``;
+``config.get_text_config()``, the model's own config unless it nests one for its language model), which
 ``save_pretrained`` writes, so plain ``from_pretrained`` builds the new depth; the per-layer config lists
 (:data:`PER_LAYER_CONFIG`: ``layer_types``, sliding-window or full attention; SmolLM3's ``no_rope_layers``) are
 re-ordered with the blocks. Every attention layer carries its position in the stack as ``layer_idx``, the index of
 its entry in the KV cache: they are renumbered ``0 … L'−1`` so that ``generate()`` with a cache is right. GPT-2 with
 ``scale_attn_by_inverse_layer_idx`` scales attention by the position, so moving a block would change its function:
-refused.
+refused. Post-norm layers normalise each branch's output after its last linear, where a small γ would be normalised
+away: they can be removed (prune), not given γ (grow, whose new blocks start from γ, refuses them).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import torch
 from torch import nn
 
 from .base import BlockFamily, layer_stack
-from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types
+from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types, post_norm_decoder_layer_types
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
@@ -28,7 +32,14 @@ PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
     """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
-    return layer_stack(model, decoder_layer_types())
+    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types())
+
+
+def _text_config(model: nn.Module):
+    """The config that holds the decoder stack's depth: ``config.get_text_config()`` (the config itself for a
+    causal LM; the nested text config of a model that also reads images)."""
+    config = model.config
+    return config.get_text_config() if callable(getattr(config, "get_text_config", None)) else config
 
 
 class HFDecoderFamily(BlockFamily):
@@ -57,7 +68,7 @@ class HFDecoderFamily(BlockFamily):
             for module in block.modules():
                 if isinstance(getattr(module, "layer_idx", None), int):
                     module.layer_idx = index  # its KV-cache slot
-        config = model.config
+        config = _text_config(model)
         for key in PER_LAYER_CONFIG:
             values = getattr(config, key, None)
             if isinstance(values, (list, tuple)) and len(values) == len(old):
@@ -65,6 +76,12 @@ class HFDecoderFamily(BlockFamily):
         config.num_hidden_layers = len(blocks)
 
     def add_scales(self, model: nn.Module) -> None:
+        post_norm = post_norm_decoder_layer_types()
+        for layer in self.blocks(model):
+            if type(layer) in post_norm:
+                raise ValueError(f"{type(layer).__name__} normalises each branch's output after its last linear "
+                                 f"(a post-norm layer), where a small LayerScale γ would be normalised away: its "
+                                 f"layers can be removed (layerscale prune), not given γ or grown")
         if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in
                branch_outputs(layer)):
             add_layerscale(model, 1.0)

@@ -12,8 +12,13 @@ Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the resi
   identity in evaluation; per element, so it commutes with a per-channel γ), Granite multiplies each branch by the
   scalar ``residual_multiplier`` (also after ``o_proj`` / ``down_proj``), Qwen3's attention normalises queries and
   keys inside the branch, SmolLM3 switches RoPE off on some layers (``config.no_rope_layers``, kept in step with the
-  layers by the block family). Gemma 2 / 3 and OLMo 2 normalise each branch's output after its last linear (a
-  scale there would be undone by the norm): not listed.
+  layers by the block family).
+
+Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 normalise each branch's output after its last linear ("sandwich" or
+post-norm layers, ``x ← x + postnorm(F(·))``; read from each ``modeling_*.py`` of transformers 5.24): a scale in
+that linear would be undone by the norm, so they take no γ and are not in :data:`HF_DECODER_LAYERS`. Their layers
+are still a residual stack whose blocks can be removed (:data:`HF_POST_NORM_DECODER_LAYERS`, for
+:func:`~layerscale.surgery.prune`).
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -28,8 +33,8 @@ from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["HF_DECODER_LAYERS", "decoder_layer_types", "branch_outputs", "mlp_stream_module",
-           "queue_hf_decoder_layer"]
+__all__ = ["HF_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types", "branch_outputs",
+           "mlp_stream_module", "post_norm_decoder_layer_types", "queue_hf_decoder_layer"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -45,10 +50,25 @@ HF_DECODER_LAYERS = {
     "transformers.models.smollm3.modeling_smollm3": "SmolLM3DecoderLayer",
 }
 
+#: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): prunable, no γ
+HF_POST_NORM_DECODER_LAYERS = {
+    "transformers.models.gemma2.modeling_gemma2": "Gemma2DecoderLayer",
+    "transformers.models.gemma3.modeling_gemma3": "Gemma3DecoderLayer",
+    "transformers.models.olmo2.modeling_olmo2": "Olmo2DecoderLayer",
+    "transformers.models.olmo3.modeling_olmo3": "Olmo3DecoderLayer",
+    "transformers.models.exaone4.modeling_exaone4": "Exaone4DecoderLayer",
+}
+
 
 def decoder_layer_types() -> tuple[type, ...]:
     """The supported decoder layer classes whose transformers module is loaded."""
     return loaded_table_classes(HF_DECODER_LAYERS)
+
+
+def post_norm_decoder_layer_types() -> tuple[type, ...]:
+    """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
+    loaded."""
+    return loaded_table_classes(HF_POST_NORM_DECODER_LAYERS)
 
 
 def _is_gpt2(layer: nn.Module) -> bool:

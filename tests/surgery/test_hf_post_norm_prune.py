@@ -1,0 +1,114 @@
+"""``layerscale prune`` of the post-norm ("sandwich") decoders — Gemma 2, Gemma 3, OLMo 2 / 3, EXAONE 4 — whose
+branches end in a norm: the written folder computes the source with that layer skipped (a forward hook that returns
+the layer's input, written independently of the block editor), with the sliding-window ``layer_types`` following
+their layers and the KV cache right; ``--by gromov`` and healing on text; ``grow`` and ``--by gamma`` refuse them in
+one line, before writing. (Gemma 3's image-text model: tests/surgery/test_hf_image_text_prune.py.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from layerscale.cli import main
+
+transformers = pytest.importorskip("transformers")
+
+from source_models import (corpus_lines, decoder_layers, hf_folder, hf_loss, hf_windows, logits_skipping,  # noqa: E402
+                           tokenizer_vocab, train_bpe_tokenizer)
+
+AUTO = transformers.AutoModelForCausalLM
+VOCAB = 64
+LAYER_TYPES = ["sliding_attention", "full_attention", "sliding_attention"]  # skipping layer 1 moves the others
+TEXT = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=VOCAB, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=0)
+SLIDING = dict(sliding_window=4, layer_types=LAYER_TYPES)
+FAMILIES = {
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(head_dim=8, **SLIDING)),
+    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=8, **SLIDING)),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
+    "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", SLIDING),
+    "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", dict(head_dim=8, **SLIDING)),
+}
+TOKENS = torch.randint(2, 60, (2, 12), generator=torch.Generator().manual_seed(1))
+
+
+def _build(family, vocab=VOCAB):
+    config_name, model_name, extra = FAMILIES[family]
+    torch.manual_seed(0)
+    return getattr(transformers, model_name)(getattr(transformers, config_name)(**{**TEXT, "vocab_size": vocab},
+                                                                               **extra)).eval()
+
+
+
+
+def _logits(model, skip=None):
+    return logits_skipping(model, TOKENS, skip)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family):
+    source = _build(family)
+    source.save_pretrained(tmp_path / "source")
+    out = tmp_path / "pruned"
+    assert main(["prune", str(tmp_path / "source"), "--blocks", "1", "--out", str(out)]) == 0
+    pruned, info = AUTO.from_pretrained(out, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert len(decoder_layers(pruned)) == 2 and pruned.config.num_hidden_layers == 2
+    assert torch.equal(_logits(pruned.eval()), _logits(source, skip=1))
+    if "layer_types" in FAMILIES[family][2]:
+        assert pruned.config.layer_types == ["sliding_attention", "sliding_attention"]
+    assert [layer.self_attn.layer_idx for layer in decoder_layers(pruned)] == [0, 1]
+    # the KV cache (sliding-window layers included: 20 tokens > the window of 4) gives what a full recompute gives
+    cached = pruned.generate(TOKENS[:1], max_new_tokens=8, do_sample=False, use_cache=True)
+    recomputed = pruned.generate(TOKENS[:1], max_new_tokens=8, do_sample=False, use_cache=False)
+    assert torch.equal(cached, recomputed)
+
+
+def test_grow_refuses_a_post_norm_decoder_in_one_line_and_writes_nothing(tmp_path, capsys):
+    _build("gemma2").save_pretrained(tmp_path / "source")
+    out = tmp_path / "grown"
+    capsys.readouterr()  # transformers' own save output
+    assert main(["grow", str(tmp_path / "source"), "--insert", "1", "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "Gemma2DecoderLayer" in error and "post-norm" in error
+    assert not out.exists()
+
+
+def test_prune_by_gromov_on_text_and_gamma_refused(tmp_path, capsys):
+    lines = corpus_lines(200)
+    tokenizer = train_bpe_tokenizer(tmp_path / "tokenizer", lines)
+    folder = hf_folder(tmp_path / "model", _build("olmo2", vocab=tokenizer_vocab(tokenizer)), tokenizer)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines))
+    out = tmp_path / "pruned"
+    assert main(["prune", str(folder), "--by", "gromov", "--remove", "1", "--data-path", str(corpus), "--seq-len",
+                 "16", "--samples", "6", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    _, evaluation = hf_windows(folder, corpus.read_text(), 16, 6)
+    found = re.search(r"^pruned: loss ([0-9.]+) ", printed, re.M)
+    assert found, printed
+    assert float(found.group(1)) == pytest.approx(hf_loss(AUTO.from_pretrained(out), evaluation), abs=1e-5)
+    capsys.readouterr()  # transformers' own load output
+    assert main(["prune", str(folder), "--by", "gamma", "--remove", "1", "--data-path", str(corpus), "--seq-len",
+                 "16", "--out", str(tmp_path / "by-gamma")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "gamma" in error
+    assert not (tmp_path / "by-gamma").exists()
+
+
+def test_prune_heals_a_post_norm_decoder_on_text(tmp_path, capsys):
+    lines = corpus_lines(120)
+    tokenizer = train_bpe_tokenizer(tmp_path / "tokenizer", lines)
+    source = hf_folder(tmp_path / "src", _build("gemma2", vocab=tokenizer_vocab(tokenizer)), tokenizer)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines))
+    plain, healed = tmp_path / "plain", tmp_path / "healed"
+    assert main(["prune", str(source), "--blocks", "1", "--out", str(plain)]) == 0
+    assert main(["prune", str(source), "--blocks", "1", "--data-path", str(corpus), "--seq-len", "16", "--samples",
+                 "8", "--heal-steps", "3", "--heal", "full", "--heal-lr", "1e-2", "--heal-batch-size", "4", "--out",
+                 str(healed)]) == 0
+    assert "healed 3 steps" in capsys.readouterr().out
+    before, after = AUTO.from_pretrained(plain).state_dict(), AUTO.from_pretrained(healed).state_dict()
+    assert before.keys() == after.keys() and any(not torch.equal(v, after[k]) for k, v in before.items())
