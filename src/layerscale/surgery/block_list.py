@@ -12,9 +12,10 @@ re-exported here), so that supporting a new family is one small adapter file in
   count and per-layer ``layer_types``, and the attention layers' ``layer_idx`` that index the KV cache);
 * :meth:`~BlockFamily.add_scales` gives every block LayerScale on both branches, ``γ = 1`` where a block had none
   (``x + 1 · F(x)`` is the block's own function, exactly), so that the written model has one uniform architecture;
-* :meth:`~BlockFamily.branch_scales` returns a block's γ tensors (both branches), which grow sets and the
-  ``gamma`` pruning criterion reads; :meth:`~BlockFamily.reinitialise` draws a block's weights afresh with the
-  family's own initialisation.
+* :meth:`~BlockFamily.branch_scales` returns a block's γ tensors (both branches), which
+  :meth:`~BlockFamily.set_branch_scales` fills when grow starts a new block (a post-norm decoder's are its
+  post-norms' gains); :meth:`~BlockFamily.reinitialise` draws a block's weights afresh with the family's own
+  initialisation.
 
 Only the main stack is edited: CaiT's class-attention blocks stay as they are.
 """
@@ -40,8 +41,8 @@ def _families() -> list[BlockFamily]:
 #: the families the editor knows, for messages
 FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransformer (ViT, DeiT III)", "timm Cait",
                 "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, "
-                "Granite, SmolLM3)", "Hugging Face post-norm causal LMs, pruning only (Gemma 2, Gemma 3, OLMo 2, "
-                "OLMo 3, EXAONE 4)", "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
+                "Granite, SmolLM3)", "Hugging Face post-norm causal LMs (Gemma 2, Gemma 3, OLMo 2, OLMo 3, EXAONE 4)",
+                "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
 
 
 def block_family(model: nn.Module) -> BlockFamily:

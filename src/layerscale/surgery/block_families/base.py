@@ -4,6 +4,7 @@ the registry imports the families and each family imports only this base — no 
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 __all__ = ["BlockFamily", "layer_stack"]
@@ -53,6 +54,13 @@ class BlockFamily:
     def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
         """The γ of both branches of ``block`` (empty when it has none)."""
         raise NotImplementedError
+
+    def set_branch_scales(self, block: nn.Module, value: float) -> None:
+        """Scale both branches of ``block`` by ``value`` (what :func:`~layerscale.surgery.grow` gives a new block;
+        ``0``: the block is the identity). Default: each γ of :meth:`branch_scales` filled with ``value``."""
+        with torch.no_grad():
+            for scale in self.branch_scales(block):
+                scale.fill_(value)
 
     def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
         """Fresh weights for ``block`` with the family's initialisation."""

@@ -11,7 +11,8 @@ re-ordered with the blocks. Every attention layer carries its position in the st
 its entry in the KV cache: they are renumbered ``0 … L'−1`` so that ``generate()`` with a cache is right. GPT-2 with
 ``scale_attn_by_inverse_layer_idx`` scales attention by the position, so moving a block would change its function:
 refused. Post-norm layers normalise each branch's output after its last linear, where a small γ would be normalised
-away: they can be removed (prune), not given γ (grow, whose new blocks start from γ, refuses them).
+away: they take no γ, and a new block's branch scale is its post-norms' gain (:func:`post_norm_gains`), so growing
+them writes a plain folder of the source's architecture.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import torch
 from torch import nn
 
 from .base import BlockFamily, layer_stack
-from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types, post_norm_decoder_layer_types
+from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, post_norm_decoder_layer_types,
+                                    post_norm_gains)
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
@@ -76,12 +78,8 @@ class HFDecoderFamily(BlockFamily):
         config.num_hidden_layers = len(blocks)
 
     def add_scales(self, model: nn.Module) -> None:
-        post_norm = post_norm_decoder_layer_types()
-        for layer in self.blocks(model):
-            if type(layer) in post_norm:
-                raise ValueError(f"{type(layer).__name__} normalises each branch's output after its last linear "
-                                 f"(a post-norm layer), where a small LayerScale γ would be normalised away: its "
-                                 f"layers can be removed (layerscale prune), not given γ or grown")
+        if all(type(layer) in post_norm_decoder_layer_types() for layer in self.blocks(model)):
+            return  # each branch already ends in a per-channel gain, its post-norm's
         if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in
                branch_outputs(layer)):
             add_layerscale(model, 1.0)
@@ -94,6 +92,13 @@ class HFDecoderFamily(BlockFamily):
     def branch_scales(self, block: nn.Module) -> list[nn.Parameter]:
         scales = [self._scale_of(block, path) for _, path in branch_outputs(block)]
         return [s for s in scales if s is not None]
+
+    def set_branch_scales(self, block: nn.Module, value: float) -> None:
+        if type(block) not in post_norm_decoder_layer_types():
+            return super().set_branch_scales(block, value)
+        with torch.no_grad():
+            for weight, offset in post_norm_gains(block):
+                weight.fill_(value - offset)
 
     def reinitialise(self, model: nn.Module, block: nn.Module) -> None:
         with torch.no_grad():

@@ -17,7 +17,11 @@ Placement (``where``; blocks numbered 0 … L−1 as in the state-dict keys; one
 
 ``init="copy"`` copies the block the new one follows; ``init="random"`` draws fresh weights with the family's
 initialisation. Every source block gains LayerScale where it had none, at ``γ = 1`` (its own function exactly), so
-that the grown model is one uniform LayerScale architecture (see :mod:`layerscale.surgery.block_list`).
+that the grown model is one uniform LayerScale architecture (see :mod:`layerscale.surgery.block_list`). A post-norm
+decoder (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4: ``x ← x + g ⊙ n(F(·))``) gains nothing: its post-norms' per-channel gain
+``g`` is the branch scale, set to ``G`` in a new block
+(:func:`~layerscale.surgery.hf.hf_decoder_layers.post_norm_gains`), and the grown model keeps the source's
+architecture.
 """
 
 from __future__ import annotations
@@ -121,9 +125,7 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
                 fresh = copy.deepcopy(block)
                 if init == "random":
                     family.reinitialise(target, fresh)
-                with torch.no_grad():
-                    for scale in family.branch_scales(fresh):
-                        scale.fill_(gamma)
+                family.set_branch_scales(fresh, gamma)
                 for module in fresh.modules():  # its init is γ = G (what reset_parameters() refills)
                     if isinstance(getattr(module, "init_value", None), float):
                         module.init_value = gamma

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", default="copy", choices=GROW_INITS,
                         help="copy the block a new one follows (default), or fresh random weights")
     parser.add_argument("--gamma", type=float, default=0.0, metavar="G",
-                        help="LayerScale of the new blocks' branches (default 0: exactly the source's function)")
+                        help="LayerScale of the new blocks' branches (a post-norm decoder's, Gemma 2 / 3 or OLMo 2: "
+                             "its post-norms' gain; default 0: exactly the source's function)")
     parser.add_argument("--seed", type=int, default=0, help="seed of --init random (default 0)")
     parser.add_argument("--fold", action="store_true",
                         help="Hugging Face and timm models: fold every LayerScale into its output projection, so "

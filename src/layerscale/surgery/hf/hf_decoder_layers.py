@@ -15,10 +15,12 @@ Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the resi
   layers by the block family).
 
 Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 normalise each branch's output after its last linear ("sandwich" or
-post-norm layers, ``x ← x + postnorm(F(·))``; read from each ``modeling_*.py`` of transformers 5.24): a scale in
-that linear would be undone by the norm, so they take no γ and are not in :data:`HF_DECODER_LAYERS`. Their layers
-are still a residual stack whose blocks can be removed (:data:`HF_POST_NORM_DECODER_LAYERS`, for
-:func:`~layerscale.surgery.prune`).
+post-norm layers, ``x ← x + g ⊙ n(F(·))`` with ``n`` the RMS normalisation and ``g`` the norm's per-channel gain;
+read from each ``modeling_*.py`` of transformers 5.24): a scale in that linear would be undone by the norm, so they
+take no extra γ and are not in :data:`HF_DECODER_LAYERS`. Their layers are still a residual stack
+(:data:`HF_POST_NORM_DECODER_LAYERS`) whose blocks can be removed, and the post-norm's gain ``g`` already is a
+per-channel scale on the branch's output — the place of LayerScale's γ (CaiT, eq. 1) — so a new block starts as the
+identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + weight``, the others by ``weight``).
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -34,7 +36,7 @@ from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
 __all__ = ["HF_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types", "branch_outputs",
-           "mlp_stream_module", "post_norm_decoder_layer_types", "queue_hf_decoder_layer"]
+           "mlp_stream_module", "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -65,10 +67,23 @@ def decoder_layer_types() -> tuple[type, ...]:
     return loaded_table_classes(HF_DECODER_LAYERS)
 
 
+#: post-norm layers whose RMSNorm multiplies by ``1 + weight`` (``Gemma2RMSNorm``, ``Gemma3RMSNorm``: weight 0 is the
+#: unit gain); the others' (``Olmo2RMSNorm``, ``Olmo3RMSNorm``, ``Exaone4RMSNorm``) multiply by ``weight``
+_GAIN_ONE_PLUS_WEIGHT = ("Gemma2DecoderLayer", "Gemma3DecoderLayer")
+
+
 def post_norm_decoder_layer_types() -> tuple[type, ...]:
     """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
     loaded."""
     return loaded_table_classes(HF_POST_NORM_DECODER_LAYERS)
+
+
+def post_norm_gains(layer: nn.Module) -> list[tuple[nn.Parameter, float]]:
+    """``[(weight, offset)]`` of a post-norm layer's two branch-output norms (``post_attention_layernorm``,
+    ``post_feedforward_layernorm``): each branch's output is multiplied per channel by ``offset + weight``."""
+    offset = 1.0 if type(layer).__name__ in _GAIN_ONE_PLUS_WEIGHT else 0.0
+    names = ("post_attention_layernorm", "post_feedforward_layernorm")
+    return [(getattr(layer, name).weight, offset) for name in names]
 
 
 def _is_gpt2(layer: nn.Module) -> bool:

@@ -1,8 +1,9 @@
-"""``layerscale prune`` of the post-norm ("sandwich") decoders — Gemma 2, Gemma 3, OLMo 2 / 3, EXAONE 4 — whose
-branches end in a norm: the written folder computes the source with that layer skipped (a forward hook that returns
+"""``layerscale prune`` and ``grow`` of the post-norm ("sandwich") decoders — Gemma 2, Gemma 3, OLMo 2 / 3, EXAONE
+4 — whose branches end in a norm: the written folder computes the source with that layer skipped (a forward hook that returns
 the layer's input, written independently of the block editor), with the sliding-window ``layer_types`` following
-their layers and the KV cache right; ``--by gromov`` and healing on text; ``grow`` and ``--by gamma`` refuse them in
-one line, before writing. (Gemma 3's image-text model: tests/surgery/test_hf_image_text_prune.py.)"""
+their layers and the KV cache right; ``--by gromov`` and healing on text; ``--by gamma`` refused in one line. Grown,
+a new block's branch scale is its post-norms' gain: at 0 the folder (plain transformers) computes the source, at
+``G`` each branch adds ``G ⊙ n(F)``. (Gemma 3's image-text model: tests/surgery/test_hf_image_text_prune.py.)"""
 
 from __future__ import annotations
 
@@ -66,14 +67,44 @@ def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family)
     assert torch.equal(cached, recomputed)
 
 
-def test_grow_refuses_a_post_norm_decoder_in_one_line_and_writes_nothing(tmp_path, capsys):
-    _build("gemma2").save_pretrained(tmp_path / "source")
+@pytest.mark.parametrize("family", ["gemma2", "olmo3"])
+def test_a_grown_folder_is_plain_and_computes_the_source(tmp_path, capsys, family):
+    source = _build(family)
+    source.save_pretrained(tmp_path / "source")
     out = tmp_path / "grown"
-    capsys.readouterr()  # transformers' own save output
-    assert main(["grow", str(tmp_path / "source"), "--insert", "1", "--out", str(out)]) == 2
+    assert main(["grow", str(tmp_path / "source"), "--insert", "2", "--where", "after:0,2", "--out", str(out)]) == 0
+    grown, info = AUTO.from_pretrained(out, output_loading_info=True)  # plain transformers: no marked type
+    assert type(grown) is type(source) and not info["missing_keys"] and not info["unexpected_keys"]
+    assert not [name for name, _ in grown.named_parameters() if "layer_scale" in name]
+    assert torch.equal(_logits(grown.eval()), _logits(source))
+    assert grown.config.layer_types == ["sliding_attention", "sliding_attention", "full_attention",
+                                        "sliding_attention", "sliding_attention"]  # a copy takes its origin's type
+    assert [layer.self_attn.layer_idx for layer in decoder_layers(grown)] == [0, 1, 2, 3, 4]
+    capsys.readouterr()
+    assert main(["grow", str(tmp_path / "source"), "--insert", "1", "--fold", "--out", str(tmp_path / "f")]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and "Gemma2DecoderLayer" in error and "post-norm" in error
-    assert not out.exists()
+    assert error.count("\n") == 0 and "no LayerScale to fold" in error and not (tmp_path / "f").exists()
+
+
+@pytest.mark.parametrize("family", ["gemma2", "olmo2"])  # gain 1 + weight, and gain weight
+def test_a_new_blocks_branches_are_scaled_by_gamma(family):
+    """At ``--gamma G`` each branch of a new block adds ``G ⊙ n(F)``: its post-norm's output is ``G`` times the
+    input's RMS normalisation (computed here in float64)."""
+    from layerscale.surgery import grow
+
+    gamma = 0.375
+    grown = grow(_build(family), insert=1, where="after:0", gamma=gamma)
+    new = decoder_layers(grown)[1]
+    seen = {}
+    for name in ("post_attention_layernorm", "post_feedforward_layernorm"):
+        getattr(new, name).register_forward_hook(lambda m, a, o, name=name: seen.__setitem__(name, (a[0], o)))
+    _logits(grown)
+    for name, (branch, scaled) in seen.items():
+        norm = getattr(new, name)
+        eps = getattr(norm, "eps", getattr(norm, "variance_epsilon", None))
+        branch = branch.double()
+        expected = gamma * branch * torch.rsqrt(branch.pow(2).mean(-1, keepdim=True) + eps)
+        torch.testing.assert_close(scaled.double(), expected, rtol=1e-6, atol=1e-6)
 
 
 def test_prune_by_gromov_on_text_and_gamma_refused(tmp_path, capsys):
