@@ -172,8 +172,10 @@ def hf_dinov2(layers: int = 3, seed: int = 0, **backbone):
 
 
 def decoder_layers(model) -> list:
-    """A Hugging Face model's decoder layers (``*DecoderLayer``), in forward order."""
-    return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    """A Hugging Face model's decoder layers (``*DecoderLayer``, GPT-J's ``GPTJBlock``, GPT-NeoX's ``GPTNeoXLayer``),
+    in forward order."""
+    return [m for m in model.modules()
+            if type(m).__name__.endswith("DecoderLayer") or type(m).__name__ in ("GPTJBlock", "GPTNeoXLayer")]
 
 
 def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """``find_blocks`` on Hugging Face decoder layers of every residual layout: for each block, the branch outputs it
 finds add up to what the block does, ``y = x + s₁ + s₂``, and the stream it finds entering the MLP branch is
 ``x + s₁`` — Llama and Qwen3 (Pre-LN), Granite (``x + m · F``), Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 (each branch's
-output normalised before the add, where the Pre-LN reading would take the un-normalised attention output)."""
+output normalised before the add, where the Pre-LN reading would take the un-normalised attention output), and GPT-J,
+Phi, Cohere, GPT-NeoX and StableLM with parallel branches (the MLP branch reads the block's input ``x``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ LAYOUTS = {"llama": ("LlamaConfig", "LlamaForCausalLM", {}),
            "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=8)),
            "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
            "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", {}),
-           "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", dict(head_dim=8))}
+           "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", dict(head_dim=8)),
+           # both branches read the block's input
+           "gptj": ("GPTJConfig", "GPTJForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=32,
+                                                          rotary_dim=4)),
+           "phi": ("PhiConfig", "PhiForCausalLM", {}),
+           "cohere": ("CohereConfig", "CohereForCausalLM", {}),
+           "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(use_parallel_residual=True)),
+           "gpt_neox_sequential": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(use_parallel_residual=False)),
+           "stablelm_parallel": ("StableLmConfig", "StableLmForCausalLM", dict(use_parallel_residual=True))}
+PARALLEL = {"gptj", "phi", "cohere", "gpt_neox", "stablelm_parallel"}
 
 
 def _first(value):
@@ -52,8 +62,11 @@ def test_found_branch_outputs_add_up_to_each_block(layout):
             handles.append(branch.output_module.register_forward_hook(
                 lambda m, a, o, i=index, b=branch.name, g=gain: seen.__setitem__(
                     (i, b), _first(o) * (g() if g is not None else 1))))
-        handles.append(probe.branches[1].stream_module.register_forward_pre_hook(
-            lambda m, a, i=index: seen.__setitem__((i, "stream2"), a[0])))
+        stream_module = probe.branches[1].stream_module
+        assert (stream_module is None) == (layout in PARALLEL)  # None: the block's own input
+        if stream_module is not None:
+            handles.append(stream_module.register_forward_pre_hook(
+                lambda m, a, i=index: seen.__setitem__((i, "stream2"), a[0])))
     with torch.no_grad():
         model(torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1)), use_cache=False)
     for handle in handles:
@@ -61,6 +74,7 @@ def test_found_branch_outputs_add_up_to_each_block(layout):
     for index in range(2):
         x, y = seen[(index, "x")], seen[(index, "y")]
         s1, s2 = seen[(index, "attn")], seen[(index, "mlp")]
-        torch.testing.assert_close(seen[(index, "stream2")], x + s1, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(seen.get((index, "stream2"), x), x if layout in PARALLEL else x + s1, rtol=1e-12,
+                                   atol=1e-12)
         torch.testing.assert_close(y, x + s1 + s2, rtol=1e-12, atol=1e-12)
         assert s1.abs().max() > 1e-3 and s2.abs().max() > 1e-3

@@ -16,13 +16,15 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
 * Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
   output of the branch's post-norm.
+* Hugging Face decoder layers whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia): ``s_i`` is the
+  attention / MLP output, and the MLP branch's stream is the block's input.
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
   added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer), times
   Granite's ``residual_multiplier``.
 
 The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
 update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
-the method has no input norm).
+the method has no input norm; the block's input when the branches run in parallel).
 """
 
 from __future__ import annotations
@@ -172,6 +174,32 @@ def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
                                                    None)))
 
 
+#: Hugging Face decoder layers whose two branches read the same stream, ``x + F_attn(n(x)) + F_mlp(n'(x))`` (class
+#: name → attention attribute; read from ``modeling_gptj.py``, ``modeling_phi.py``, ``modeling_cohere.py``,
+#: ``modeling_cohere2.py``, ``modeling_gpt_neox.py``, ``modeling_stablelm.py`` of transformers 5.24). GPT-NeoX and
+#: StableLM are parallel only with ``use_parallel_residual`` (Pythia: yes); otherwise their MLP branch reads
+#: ``x + s_1`` at ``post_attention_layernorm``.
+_HF_PARALLEL_DECODERS = {"GPTJBlock": "attn", "PhiDecoderLayer": "self_attn", "CohereDecoderLayer": "self_attn",
+                         "Cohere2DecoderLayer": "self_attn", "GPTNeoXLayer": "attention",
+                         "StableLmDecoderLayer": "self_attn"}
+
+
+def _hf_parallel_decoder(name: str, block: nn.Module) -> BlockProbe | None:
+    """The layers of :data:`_HF_PARALLEL_DECODERS`: ``s_i`` is the attention / MLP output (their dropouts, identities
+    in evaluation, are not seen), and both branches read the block's input — the MLP branch's stream is ``x``, not
+    ``x + s_1`` (``stream_module`` ``None``), except in a sequential GPT-NeoX."""
+    attn = _HF_PARALLEL_DECODERS.get(type(block).__name__)
+    if attn is None or not all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp")):
+        return None
+    stream = None
+    if getattr(block, "use_parallel_residual", True) is False:
+        stream = getattr(block, "post_attention_layernorm", None)
+        if not isinstance(stream, nn.Module):
+            return None
+    return BlockProbe(name, block, 0, (BranchProbe("attn", getattr(block, attn), None, None, None, None),
+                                       BranchProbe("mlp", block.mlp, None, stream, None, None)))
+
+
 def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """Hugging Face GPT-2 (``ln_1, attn, ln_2, mlp``) and Llama-family (``input_layernorm, self_attn,
     post_attention_layernorm, mlp``) decoder layers, and ViT layers (``layernorm_before, attention,
@@ -204,7 +232,8 @@ def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
     return BranchProbe(name, branch, gain, stream_module, gamma, None if gamma is None else _scale_kind(gamma))
 
 
-_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_post_norm_decoder, _hf_decoder)
+_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_post_norm_decoder, _hf_parallel_decoder,
+            _hf_decoder)
 
 
 def find_blocks(model: nn.Module) -> list[BlockProbe]:
@@ -229,6 +258,7 @@ def find_blocks(model: nn.Module) -> list[BlockProbe]:
         raise ValueError(
             f"found no transformer blocks in {type(model).__name__}: expected layerscale Block/ClassAttentionBlock, "
             f"timm blocks (ls1/ls2 or gamma_1/gamma_2 with attn, mlp, norm2) or Hugging Face layers "
-            f"(layer_scale1/layer_scale2, GPT-2 ln_2/attn/mlp, Llama post_attention_layernorm/self_attn/mlp)"
+            f"(layer_scale1/layer_scale2, GPT-2 ln_2/attn/mlp, Llama post_attention_layernorm/self_attn/mlp, "
+            f"Gemma 2 / OLMo 2 post-norms, GPT-J / Phi / Cohere / GPT-NeoX parallel layers)"
         )
     return found

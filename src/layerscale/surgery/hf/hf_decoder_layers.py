@@ -22,6 +22,9 @@ take no extra γ and are not in :data:`HF_DECODER_LAYERS`. Their layers are stil
 per-channel scale on the branch's output — the place of LayerScale's γ (CaiT, eq. 1) — so a new block starts as the
 identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + weight``, the others by ``weight``).
 
+GPT-J, Phi, Cohere, GPT-NeoX (Pythia) and StableLM run the two branches side by side on the same input
+(:data:`HF_PARALLEL_DECODER_LAYERS`): their blocks can be removed; γ is not retrofitted to them.
+
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
 
@@ -35,8 +38,9 @@ from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["HF_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types", "branch_outputs",
-           "mlp_stream_module", "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer"]
+__all__ = ["HF_DECODER_LAYERS", "HF_PARALLEL_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types",
+           "branch_outputs", "mlp_stream_module", "parallel_decoder_layer_types", "post_norm_decoder_layer_types",
+           "post_norm_gains", "queue_hf_decoder_layer"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -66,6 +70,17 @@ def decoder_layer_types() -> tuple[type, ...]:
     """The supported decoder layer classes whose transformers module is loaded."""
     return loaded_table_classes(HF_DECODER_LAYERS)
 
+#: transformers module -> decoder layer class of the families whose two branches read the same stream,
+#: ``x + F_attn(n(x)) + F_mlp(n'(x))`` (GPT-NeoX and StableLM with ``use_parallel_residual``; read from each
+#: ``modeling_*.py`` of transformers 5.24): their layers can be removed; no γ is retrofitted to them
+HF_PARALLEL_DECODER_LAYERS = {
+    "transformers.models.gptj.modeling_gptj": "GPTJBlock",
+    "transformers.models.phi.modeling_phi": "PhiDecoderLayer",
+    "transformers.models.cohere.modeling_cohere": "CohereDecoderLayer",
+    "transformers.models.cohere2.modeling_cohere2": "Cohere2DecoderLayer",
+    "transformers.models.gpt_neox.modeling_gpt_neox": "GPTNeoXLayer",
+    "transformers.models.stablelm.modeling_stablelm": "StableLmDecoderLayer",
+}
 
 #: post-norm layers whose RMSNorm multiplies by ``1 + weight`` (``Gemma2RMSNorm``, ``Gemma3RMSNorm``: weight 0 is the
 #: unit gain); the others' (``Olmo2RMSNorm``, ``Olmo3RMSNorm``, ``Exaone4RMSNorm``) multiply by ``weight``
@@ -76,6 +91,12 @@ def post_norm_decoder_layer_types() -> tuple[type, ...]:
     """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
     loaded."""
     return loaded_table_classes(HF_POST_NORM_DECODER_LAYERS)
+
+
+def parallel_decoder_layer_types() -> tuple[type, ...]:
+    """The parallel-branch decoder layer classes (:data:`HF_PARALLEL_DECODER_LAYERS`) whose transformers module is
+    loaded."""
+    return loaded_table_classes(HF_PARALLEL_DECODER_LAYERS)
 
 
 def post_norm_gains(layer: nn.Module) -> list[tuple[nn.Parameter, float]]:
