@@ -185,8 +185,9 @@ _HF_PARALLEL_DECODERS = {"GPTJBlock": "attn", "PhiDecoderLayer": "self_attn", "C
 
 
 def _hf_parallel_decoder(name: str, block: nn.Module) -> BlockProbe | None:
-    """The layers of :data:`_HF_PARALLEL_DECODERS`: ``s_i`` is the attention / MLP output (their dropouts, identities
-    in evaluation, are not seen), and both branches read the block's input — the MLP branch's stream is ``x``, not
+    """The layers of :data:`_HF_PARALLEL_DECODERS`: ``s_i`` is the attention / MLP output (with γ in its output layer
+    once ``add_layerscale`` put one there; their dropouts, identities in evaluation, are not seen), and both branches
+    read the block's input — the MLP branch's stream is ``x``, not
     ``x + s_1`` (``stream_module`` ``None``), except in a sequential GPT-NeoX."""
     attn = _HF_PARALLEL_DECODERS.get(type(block).__name__)
     if attn is None or not all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp")):
@@ -196,8 +197,8 @@ def _hf_parallel_decoder(name: str, block: nn.Module) -> BlockProbe | None:
         stream = getattr(block, "post_attention_layernorm", None)
         if not isinstance(stream, nn.Module):
             return None
-    return BlockProbe(name, block, 0, (BranchProbe("attn", getattr(block, attn), None, None, None, None),
-                                       BranchProbe("mlp", block.mlp, None, stream, None, None)))
+    return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, getattr(block, attn), None),
+                                       _hf_decoder_branch("mlp", block, block.mlp, stream)))
 
 
 def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
@@ -213,10 +214,16 @@ def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     return None
 
 
+#: the names of a Hugging Face decoder branch's output layer, where ``add_layerscale`` puts γ: GPT-2 ``c_proj``,
+#: Llama ``o_proj`` / ``down_proj``, Phi and GPT-NeoX ``dense``, Phi ``fc2``, GPT-J ``out_proj`` / ``fc_out``, GPT-NeoX
+#: ``dense_4h_to_h``
+_BRANCH_OUTPUT_LAYERS = ("c_proj", "o_proj", "down_proj", "dense", "fc2", "out_proj", "fc_out", "dense_4h_to_h")
+
+
 def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
                        stream_module: nn.Module | None) -> BranchProbe:
     """A decoder branch; its scale is the ``layer_scale`` that ``add_layerscale`` put in its output layer
-    (``c_proj`` / ``o_proj`` / ``down_proj``), inside the branch, so the branch's output already is ``s`` (times the
+    (:data:`_BRANCH_OUTPUT_LAYERS`), inside the branch, so the branch's output already is ``s`` (times the
     block's ``residual_multiplier``, when it has one)."""
     multiplier = getattr(block, "residual_multiplier", None)
     gain = None
@@ -224,7 +231,7 @@ def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
         # a 0-dim float64 factor: multiplied by it, s keeps its dtype (and float64 its precision)
         gain = lambda m=float(multiplier): torch.tensor(m, dtype=torch.float64)  # noqa: E731
     gamma = None
-    for child in ("c_proj", "o_proj", "down_proj"):
+    for child in _BRANCH_OUTPUT_LAYERS:
         found = getattr(getattr(branch, child, None), "layer_scale", None)
         if isinstance(found, torch.Tensor):
             gamma = found

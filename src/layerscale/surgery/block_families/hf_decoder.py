@@ -1,5 +1,5 @@
-"""Hugging Face causal LMs with GPT-2, Llama-family, post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4) or parallel-branch
-(GPT-J, Phi, Cohere, GPT-NeoX, StableLM; prune only) decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
+"""Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM) or
+post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4) decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
 the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``; ``gpt_neox.layers``;
 ``model.language_model.layers`` in a model that also reads images, such as Gemma 3's
 ``Gemma3ForConditionalGeneration``).
@@ -22,8 +22,7 @@ import torch
 from torch import nn
 
 from .base import BlockFamily, layer_stack
-from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, parallel_decoder_layer_types,
-                                    post_norm_decoder_layer_types, post_norm_gains)
+from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types, post_norm_decoder_layer_types, post_norm_gains
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
@@ -35,7 +34,7 @@ PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
     """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
-    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types() + parallel_decoder_layer_types())
+    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types())
 
 
 def _text_config(model: nn.Module):
@@ -79,11 +78,6 @@ class HFDecoderFamily(BlockFamily):
         config.num_hidden_layers = len(blocks)
 
     def add_scales(self, model: nn.Module) -> None:
-        parallel = [layer for layer in self.blocks(model) if type(layer) in parallel_decoder_layer_types()]
-        if parallel:
-            raise ValueError(f"{type(parallel[0]).__name__} runs its attention and MLP side by side on the same "
-                             f"input, where no LayerScale is retrofitted: its layers can be removed (layerscale "
-                             f"prune), not grown")
         if all(type(layer) in post_norm_decoder_layer_types() for layer in self.blocks(model)):
             return  # each branch already ends in a per-channel gain, its post-norm's
         if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in

@@ -1,7 +1,9 @@
-"""The residual branches of Hugging Face causal-LM decoder layers: GPT-2 and the Llama family.
+"""The residual branches of Hugging Face causal-LM decoder layers: GPT-2, the Llama family, the parallel-branch
+layers (GPT-J, Phi, Cohere, GPT-NeoX, StableLM), and the post-norm layers (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4).
 
-Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the residual adds inside the layer's own
-``forward``; each branch ends in one linear layer, the exact place for LayerScale (see
+The first three are Pre-LN, ``x ← x + F(norm(x))`` twice per layer (or ``x ← x + F_attn(n(x)) + F_mlp(n'(x))``),
+with the residual adds inside the layer's own ``forward``; each branch ends in one linear layer, the exact place
+for LayerScale (see
 :class:`~layerscale.surgery.LayerScaledLinear`, :class:`~layerscale.surgery.hf.scaled_conv1d.LayerScaledConv1D`):
 
 * GPT-2 (``GPT2Block``): ``attn.c_proj`` and ``mlp.c_proj`` (transformers' ``Conv1D``), and
@@ -12,7 +14,13 @@ Both layouts are Pre-LN, ``x ← x + F(norm(x))`` twice per layer, with the resi
   identity in evaluation; per element, so it commutes with a per-channel γ), Granite multiplies each branch by the
   scalar ``residual_multiplier`` (also after ``o_proj`` / ``down_proj``), Qwen3's attention normalises queries and
   keys inside the branch, SmolLM3 switches RoPE off on some layers (``config.no_rope_layers``, kept in step with the
-  layers by the block family).
+  layers by the block family);
+* the layers whose attention and MLP read the same input (``x + F_attn(n(x)) + F_mlp(n'(x))``, read from each
+  ``modeling_*.py`` of transformers 5.24; a per-channel γ on each branch's last linear is LayerScale on each term):
+  GPT-J (``GPTJBlock``: ``attn.out_proj``, ``mlp.fc_out``), Phi (``PhiDecoderLayer``: ``self_attn.dense``,
+  ``mlp.fc2``), GPT-NeoX / Pythia (``GPTNeoXLayer``: ``attention.dense``, ``mlp.dense_4h_to_h``; sequential
+  without ``use_parallel_residual``), Cohere / Cohere 2 and StableLM (``self_attn.o_proj``, ``mlp.down_proj``; a
+  StableLM without ``use_parallel_residual`` is sequential); dropouts after the branches commute with γ.
 
 Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 normalise each branch's output after its last linear ("sandwich" or
 post-norm layers, ``x ← x + g ⊙ n(F(·))`` with ``n`` the RMS normalisation and ``g`` the norm's per-channel gain;
@@ -21,9 +29,6 @@ take no extra γ and are not in :data:`HF_DECODER_LAYERS`. Their layers are stil
 (:data:`HF_POST_NORM_DECODER_LAYERS`) whose blocks can be removed, and the post-norm's gain ``g`` already is a
 per-channel scale on the branch's output — the place of LayerScale's γ (CaiT, eq. 1) — so a new block starts as the
 identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + weight``, the others by ``weight``).
-
-GPT-J, Phi, Cohere, GPT-NeoX (Pythia) and StableLM run the two branches side by side on the same input
-(:data:`HF_PARALLEL_DECODER_LAYERS`): their blocks can be removed; γ is not retrofitted to them.
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -38,9 +43,8 @@ from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["HF_DECODER_LAYERS", "HF_PARALLEL_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types",
-           "branch_outputs", "mlp_stream_module", "parallel_decoder_layer_types", "post_norm_decoder_layer_types",
-           "post_norm_gains", "queue_hf_decoder_layer"]
+__all__ = ["HF_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types", "branch_outputs",
+           "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -54,7 +58,17 @@ HF_DECODER_LAYERS = {
     "transformers.models.olmo.modeling_olmo": "OlmoDecoderLayer",
     "transformers.models.granite.modeling_granite": "GraniteDecoderLayer",
     "transformers.models.smollm3.modeling_smollm3": "SmolLM3DecoderLayer",
+    "transformers.models.gptj.modeling_gptj": "GPTJBlock",
+    "transformers.models.phi.modeling_phi": "PhiDecoderLayer",
+    "transformers.models.cohere.modeling_cohere": "CohereDecoderLayer",
+    "transformers.models.cohere2.modeling_cohere2": "Cohere2DecoderLayer",
+    "transformers.models.gpt_neox.modeling_gpt_neox": "GPTNeoXLayer",
+    "transformers.models.stablelm.modeling_stablelm": "StableLmDecoderLayer",
 }
+#: (attention output, MLP output) of the layers whose names differ from Llama's ``self_attn.o_proj`` /
+#: ``mlp.down_proj`` (GPT-2 is told apart by its ``ln_2``)
+_BRANCH_OUTPUTS = {"GPTJBlock": ("attn.out_proj", "mlp.fc_out"), "PhiDecoderLayer": ("self_attn.dense", "mlp.fc2"),
+                   "GPTNeoXLayer": ("attention.dense", "mlp.dense_4h_to_h")}
 
 #: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): prunable, no γ
 HF_POST_NORM_DECODER_LAYERS = {
@@ -70,18 +84,6 @@ def decoder_layer_types() -> tuple[type, ...]:
     """The supported decoder layer classes whose transformers module is loaded."""
     return loaded_table_classes(HF_DECODER_LAYERS)
 
-#: transformers module -> decoder layer class of the families whose two branches read the same stream,
-#: ``x + F_attn(n(x)) + F_mlp(n'(x))`` (GPT-NeoX and StableLM with ``use_parallel_residual``; read from each
-#: ``modeling_*.py`` of transformers 5.24): their layers can be removed; no γ is retrofitted to them
-HF_PARALLEL_DECODER_LAYERS = {
-    "transformers.models.gptj.modeling_gptj": "GPTJBlock",
-    "transformers.models.phi.modeling_phi": "PhiDecoderLayer",
-    "transformers.models.cohere.modeling_cohere": "CohereDecoderLayer",
-    "transformers.models.cohere2.modeling_cohere2": "Cohere2DecoderLayer",
-    "transformers.models.gpt_neox.modeling_gpt_neox": "GPTNeoXLayer",
-    "transformers.models.stablelm.modeling_stablelm": "StableLmDecoderLayer",
-}
-
 #: post-norm layers whose RMSNorm multiplies by ``1 + weight`` (``Gemma2RMSNorm``, ``Gemma3RMSNorm``: weight 0 is the
 #: unit gain); the others' (``Olmo2RMSNorm``, ``Olmo3RMSNorm``, ``Exaone4RMSNorm``) multiply by ``weight``
 _GAIN_ONE_PLUS_WEIGHT = ("Gemma2DecoderLayer", "Gemma3DecoderLayer")
@@ -91,12 +93,6 @@ def post_norm_decoder_layer_types() -> tuple[type, ...]:
     """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
     loaded."""
     return loaded_table_classes(HF_POST_NORM_DECODER_LAYERS)
-
-
-def parallel_decoder_layer_types() -> tuple[type, ...]:
-    """The parallel-branch decoder layer classes (:data:`HF_PARALLEL_DECODER_LAYERS`) whose transformers module is
-    loaded."""
-    return loaded_table_classes(HF_PARALLEL_DECODER_LAYERS)
 
 
 def post_norm_gains(layer: nn.Module) -> list[tuple[nn.Parameter, float]]:
@@ -117,12 +113,8 @@ def branch_outputs(layer: nn.Module) -> list[tuple[str, str]]:
     if _is_gpt2(layer):
         cross = [("cross_attn", "crossattention.c_proj")] if getattr(layer, "crossattention", None) is not None else []
         return [("attn", "attn.c_proj"), *cross, ("mlp", "mlp.c_proj")]
-    return [("attn", "self_attn.o_proj"), ("mlp", "mlp.down_proj")]
-
-
-def mlp_stream_module(layer: nn.Module) -> nn.Module:
-    """The module whose input is the stream entering the MLP branch (its input norm)."""
-    return layer.ln_2 if _is_gpt2(layer) else layer.post_attention_layernorm
+    attn, mlp = _BRANCH_OUTPUTS.get(type(layer).__name__, ("self_attn.o_proj", "mlp.down_proj"))
+    return [("attn", attn), ("mlp", mlp)]
 
 
 def queue_hf_decoder_layer(path: str, layer: nn.Module, actions: list[Callable[[float], None]]) -> bool:
