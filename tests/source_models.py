@@ -191,3 +191,38 @@ def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> tor
     finally:
         if handle is not None:
             handle.remove()
+
+
+def text_source(root: Path, build, lines: int = 120) -> tuple[Path, Path]:
+    """``(folder, corpus)``: ``build(vocab_size)``, a Hugging Face causal LM, saved with a BPE tokenizer trained on
+    ``lines`` lines of :func:`corpus_lines`, and those lines as a text file."""
+    text = corpus_lines(lines)
+    tokenizer = train_bpe_tokenizer(root / "tokenizer", text)
+    folder = hf_folder(root / "src", build(tokenizer_vocab(tokenizer)), tokenizer)
+    return folder, write_text(root / "corpus.txt", text)
+
+
+def pruned_folder(model, root: Path, main, blocks: str = "1"):
+    """``model`` saved, ``layerscale prune --blocks`` run on it through the CLI's ``main``, and the written folder
+    read back: ``(pruned model, transformers' loading info)``."""
+    import transformers
+
+    model.save_pretrained(root / "source")
+    assert main(["prune", str(root / "source"), "--blocks", blocks, "--out", str(root / "pruned")]) == 0
+    return transformers.AutoModelForCausalLM.from_pretrained(root / "pruned", output_loading_info=True)
+
+
+def assert_healing_moves_weights(source: Path, corpus: Path, root: Path, main, capsys) -> None:
+    """``layerscale prune --blocks 1`` of ``source`` with and without three steps of full healing on ``corpus``:
+    both folders load with the same keys, and healing changed some weight."""
+    import transformers
+
+    plain, healed = root / "plain", root / "healed"
+    assert main(["prune", str(source), "--blocks", "1", "--out", str(plain)]) == 0
+    assert main(["prune", str(source), "--blocks", "1", "--data-path", str(corpus), "--seq-len", "16", "--samples",
+                 "8", "--heal-steps", "3", "--heal", "full", "--heal-lr", "1e-2", "--heal-batch-size", "4", "--out",
+                 str(healed)]) == 0
+    assert "healed 3 steps" in capsys.readouterr().out
+    auto = transformers.AutoModelForCausalLM
+    before, after = auto.from_pretrained(plain).state_dict(), auto.from_pretrained(healed).state_dict()
+    assert before.keys() == after.keys() and any(not torch.equal(v, after[k]) for k, v in before.items())

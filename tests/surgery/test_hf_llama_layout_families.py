@@ -125,20 +125,14 @@ def test_fold_of_a_scaled_folder_loads_in_plain_transformers(folders, tmp_path, 
 @pytest.mark.parametrize("family", ["qwen3", "smollm3"])
 def test_prune_heals_on_text_and_writes_a_folder_that_loads(tmp_path, capsys, family):
     pytest.importorskip("tokenizers")
-    from source_models import corpus_lines, hf_folder, tokenizer_vocab, train_bpe_tokenizer, write_text
+    from source_models import assert_healing_moves_weights, text_source
 
-    lines = corpus_lines(120)
-    tokenizer = train_bpe_tokenizer(tmp_path / "tokenizer", lines)
     prefix, extra = FAMILIES[family]
-    torch.manual_seed(0)
-    config = getattr(transformers, f"{prefix}Config")(**{**BASE, "vocab_size": tokenizer_vocab(tokenizer)}, **extra)
-    source = hf_folder(tmp_path / "src", getattr(transformers, f"{prefix}ForCausalLM")(config).eval(), tokenizer)
-    corpus = write_text(tmp_path / "corpus.txt", lines)
-    plain, healed = tmp_path / "plain", tmp_path / "healed"
-    assert main(["prune", str(source), "--blocks", "1", "--out", str(plain)]) == 0
-    assert main(["prune", str(source), "--blocks", "1", "--data-path", str(corpus), "--seq-len", "16", "--samples",
-                 "8", "--heal-steps", "3", "--heal", "full", "--heal-lr", "1e-2", "--heal-batch-size", "4", "--out",
-                 str(healed)]) == 0
-    assert "healed 3 steps" in capsys.readouterr().out
-    before, after = AUTO.from_pretrained(plain).state_dict(), AUTO.from_pretrained(healed).state_dict()
-    assert before.keys() == after.keys() and any(not torch.equal(v, after[k]) for k, v in before.items())
+
+    def build(vocab):
+        torch.manual_seed(0)
+        config = getattr(transformers, f"{prefix}Config")(**{**BASE, "vocab_size": vocab}, **extra)
+        return getattr(transformers, f"{prefix}ForCausalLM")(config).eval()
+
+    source, corpus = text_source(tmp_path, build)
+    assert_healing_moves_weights(source, corpus, tmp_path, main, capsys)

@@ -18,7 +18,7 @@ from layerscale.surgery import LayerScaledLinear
 transformers = pytest.importorskip("transformers")
 
 import layerscale.integrations.hf_causal_lm  # noqa: E402,F401  (registers the marked types with the Auto class)
-from source_models import decoder_layers, logits_skipping  # noqa: E402
+from source_models import decoder_layers, logits_skipping, pruned_folder  # noqa: E402
 
 AUTO = transformers.AutoModelForCausalLM
 TEXT = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4, vocab_size=64,
@@ -44,10 +44,7 @@ def _build(family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family):
     source = _build(family)
-    source.save_pretrained(tmp_path / "source")
-    out = tmp_path / "pruned"
-    assert main(["prune", str(tmp_path / "source"), "--blocks", "1", "--out", str(out)]) == 0
-    pruned, info = AUTO.from_pretrained(out, output_loading_info=True)
+    pruned, info = pruned_folder(source, tmp_path, main)
     assert type(pruned) is type(source) and not info["missing_keys"] and not info["unexpected_keys"]
     assert len(decoder_layers(pruned)) == 2 and pruned.config.num_hidden_layers == 2
     assert torch.equal(logits_skipping(pruned.eval(), TOKENS), logits_skipping(source, TOKENS, skip=1))

@@ -16,8 +16,8 @@ from layerscale.cli import main
 
 transformers = pytest.importorskip("transformers")
 
-from source_models import (corpus_lines, decoder_layers, hf_folder, hf_loss, hf_windows, logits_skipping,  # noqa: E402
-                           tokenizer_vocab, train_bpe_tokenizer)
+from source_models import (assert_healing_moves_weights, decoder_layers, hf_loss, hf_windows,  # noqa: E402
+                           logits_skipping, pruned_folder, text_source)
 
 AUTO = transformers.AutoModelForCausalLM
 VOCAB = 64
@@ -42,8 +42,6 @@ def _build(family, vocab=VOCAB):
                                                                                **extra)).eval()
 
 
-
-
 def _logits(model, skip=None):
     return logits_skipping(model, TOKENS, skip)
 
@@ -51,10 +49,7 @@ def _logits(model, skip=None):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family):
     source = _build(family)
-    source.save_pretrained(tmp_path / "source")
-    out = tmp_path / "pruned"
-    assert main(["prune", str(tmp_path / "source"), "--blocks", "1", "--out", str(out)]) == 0
-    pruned, info = AUTO.from_pretrained(out, output_loading_info=True)
+    pruned, info = pruned_folder(source, tmp_path, main)
     assert not info["missing_keys"] and not info["unexpected_keys"]
     assert len(decoder_layers(pruned)) == 2 and pruned.config.num_hidden_layers == 2
     assert torch.equal(_logits(pruned.eval()), _logits(source, skip=1))
@@ -108,11 +103,7 @@ def test_a_new_blocks_branches_are_scaled_by_gamma(family):
 
 
 def test_prune_by_gromov_on_text_and_gamma_refused(tmp_path, capsys):
-    lines = corpus_lines(200)
-    tokenizer = train_bpe_tokenizer(tmp_path / "tokenizer", lines)
-    folder = hf_folder(tmp_path / "model", _build("olmo2", vocab=tokenizer_vocab(tokenizer)), tokenizer)
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(lines))
+    folder, corpus = text_source(tmp_path, lambda vocab: _build("olmo2", vocab=vocab), lines=200)
     out = tmp_path / "pruned"
     assert main(["prune", str(folder), "--by", "gromov", "--remove", "1", "--data-path", str(corpus), "--seq-len",
                  "16", "--samples", "6", "--out", str(out)]) == 0
@@ -130,16 +121,5 @@ def test_prune_by_gromov_on_text_and_gamma_refused(tmp_path, capsys):
 
 
 def test_prune_heals_a_post_norm_decoder_on_text(tmp_path, capsys):
-    lines = corpus_lines(120)
-    tokenizer = train_bpe_tokenizer(tmp_path / "tokenizer", lines)
-    source = hf_folder(tmp_path / "src", _build("gemma2", vocab=tokenizer_vocab(tokenizer)), tokenizer)
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(lines))
-    plain, healed = tmp_path / "plain", tmp_path / "healed"
-    assert main(["prune", str(source), "--blocks", "1", "--out", str(plain)]) == 0
-    assert main(["prune", str(source), "--blocks", "1", "--data-path", str(corpus), "--seq-len", "16", "--samples",
-                 "8", "--heal-steps", "3", "--heal", "full", "--heal-lr", "1e-2", "--heal-batch-size", "4", "--out",
-                 str(healed)]) == 0
-    assert "healed 3 steps" in capsys.readouterr().out
-    before, after = AUTO.from_pretrained(plain).state_dict(), AUTO.from_pretrained(healed).state_dict()
-    assert before.keys() == after.keys() and any(not torch.equal(v, after[k]) for k, v in before.items())
+    source, corpus = text_source(tmp_path, lambda vocab: _build("gemma2", vocab=vocab))
+    assert_healing_moves_weights(source, corpus, tmp_path, main, capsys)
