@@ -117,7 +117,7 @@ def analyze_depth(model: nn.Module, data: Any, *, batch_size: int = 250, max_exa
     """Measure how ``model`` uses each of its blocks on ``data``, with bootstrap intervals (module docstring).
 
     ``model``: any model whose blocks :func:`layerscale.diagnostics.find_blocks` discovers (ours, timm, Hugging Face
-    ViT-style, GPT-2 and Llama-family), called as ``model(inputs)`` (or ``call(inputs)``) and returning logits
+    ViT-style and decoder layers), called as ``model(inputs)`` (or ``call(inputs)``) and returning logits
     (or an object with ``.logits``). ``data``: the evaluation set (see :mod:`layerscale.analysis.eval_data.evaluation`);
     at most ``max_examples`` examples are used, ``batch_size`` at a time. ``tolerance`` (δ, in nats of the loss),
     ``near_identity`` (angular distance) and ``probe_tolerance`` (accuracy) are the summary's thresholds;

@@ -1,9 +1,9 @@
 """Load a Hugging Face causal LM that was saved after :func:`layerscale.add_layerscale`.
 
-``add_layerscale`` puts a per-channel scale ``layer_scale`` in the output layer of every residual branch of GPT-2
-and Llama-family models (:mod:`layerscale.surgery.hf.hf_decoder_layers`); ``model.save_pretrained(dir)`` writes those
-scales beside the other weights (keys ``...c_proj.layer_scale`` / ``...o_proj.layer_scale`` /
-``...down_proj.layer_scale``; deliberately not ``gamma``, which some transformers releases rename on load), and
+``add_layerscale`` puts a per-channel scale ``layer_scale`` in the output layer of every residual branch of GPT-2,
+Llama-family and parallel-branch models (:mod:`layerscale.surgery.hf.hf_decoder_layers`); ``model.save_pretrained(dir)``
+writes those scales beside the other weights (keys ``...c_proj.layer_scale`` / ``...o_proj.layer_scale`` /
+``...down_proj.layer_scale``, ...; deliberately not ``gamma``, which some transformers releases rename on load), and
 ``config.json`` with ``model_type`` ``<type>_layerscale`` (:mod:`layerscale.surgery.hf.hf_layerscale_config`), so
 that no transformers loader builds the architecture without scales and drops those keys unnoticed. Such a folder
 loads exactly (γ included, bit for bit)

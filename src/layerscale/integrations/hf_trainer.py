@@ -3,7 +3,7 @@
 ``transformers.Trainer`` builds its optimizer from ``get_decay_parameter_names(model)``: every parameter except
 those inside an ``nn.LayerNorm`` and those whose name contains ``bias``, ``layernorm``, ``rmsnorm`` or ``norm``
 (transformers 5.24). It asks nothing of the model, so the ``layer_scale`` γ that :func:`layerscale.add_layerscale`
-puts in a GPT-2 or Llama-family model — like any LayerScale γ, ours or timm's — would be weight-decayed towards 0.
+puts in a Hugging Face language model — like any LayerScale γ, ours or timm's — would be weight-decayed towards 0.
 
 :class:`LayerScaleTrainer` is ``transformers.Trainer`` with that one method answered by the library's rule
 (:func:`layerscale.models.no_decay.decay_parameter_names`): the decay group of :func:`layerscale.param_groups` — no

@@ -98,10 +98,10 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
     LayerScale ``γ = gamma`` on both branches; returns the grown model (a deep copy unless ``inplace``).
 
     Supported: our ViT / CaiT / GPT (residual ``layerscale`` or ``prenorm``), timm ViT / DeiT III / CaiT, Hugging
-    Face GPT-2 and Llama-family causal LMs. The grown model records its new blocks (``model.layerscale_new_blocks``,
-    0-based indices in the grown stack) for :func:`~layerscale.surgery.freeze_all_but_new_blocks`. ``seed`` fixes
-    the draw of ``init="random"``. Raises one-line ``ValueError`` for a bad argument or a model it cannot grow,
-    before changing anything.
+    Face causal LMs (:data:`~layerscale.surgery.block_list.FAMILY_NAMES`) and ViT / DeiT / DINOv2. The grown model
+    records its new blocks (``model.layerscale_new_blocks``, 0-based indices in the grown stack) for
+    :func:`~layerscale.surgery.freeze_all_but_new_blocks`. ``seed`` fixes the draw of ``init="random"``. Raises
+    one-line ``ValueError`` for a bad argument or a model it cannot grow, before changing anything.
     """
     family = block_family(model)
     family.check_editable(model)

@@ -2,8 +2,8 @@
 ``<type>_layerscale``, :mod:`.hf_layerscale_config`): a model class that adds the scales when it is built, so that
 transformers' own ``from_pretrained`` reads every ``layer_scale`` key of the folder.
 
-Used by the integration modules that register them (:mod:`layerscale.integrations.hf_causal_lm` for GPT-2 and the
-Llama family, :mod:`layerscale.integrations.hf_vision` for ViT); each class is an attribute of the module that
+Used by the integration modules that register them (:mod:`layerscale.integrations.hf_causal_lm` for the causal
+LMs, :mod:`layerscale.integrations.hf_vision` for ViT and DeiT); each class is an attribute of the module that
 registers it, so a loaded model pickles.
 """
 
