@@ -3,7 +3,7 @@
 the layer's input, written independently of the block editor), with the sliding-window ``layer_types`` following
 their layers and the KV cache right; ``--by gromov`` and healing on text; ``--by gamma`` refused in one line. Grown,
 a new block's branch scale is its post-norms' gain: at 0 the folder (plain transformers) computes the source, at
-``G`` each branch adds ``G ⊙ n(F)``. (Gemma 3's image-text model: tests/surgery/test_hf_image_text_prune.py.)"""
+``G`` each branch adds ``G ⊙ n(F)``. (Gemma 3's image-text model: tests/surgery/test_hf_image_text_depth.py.)"""
 
 from __future__ import annotations
 

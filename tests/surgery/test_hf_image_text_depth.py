@@ -1,8 +1,8 @@
-"""Pruning the language model of a Hugging Face image-text model (Gemma 3's ``Gemma3ForConditionalGeneration``, which
-``AutoModelForCausalLM`` reads for a ``gemma3`` folder; LLaVA with a Llama): the depth and the per-layer
-``layer_types`` live in the nested text config, so that is where the new depth is written — a load of the written
-folder then builds exactly the kept layers (nothing initialised afresh) and computes the source with the layer
-skipped; the vision tower is not the stack."""
+"""Pruning and growing the language model of a Hugging Face image-text model (Gemma 3's
+``Gemma3ForConditionalGeneration``, which ``AutoModelForCausalLM`` reads for a ``gemma3`` folder; LLaVA with a
+Llama): the depth and the per-layer ``layer_types`` live in the nested text config, so that is where the new depth
+is written — a load of the written folder then builds exactly the kept layers (nothing initialised afresh) and
+computes the source with the layer skipped (grown: the source itself); the vision tower is not the stack."""
 
 from __future__ import annotations
 
@@ -61,3 +61,16 @@ def test_llava_pruned_in_python_saves_a_folder_of_the_kept_layers(tmp_path):
     assert not info["missing_keys"] and not info["unexpected_keys"]
     assert pruned.config.text_config.num_hidden_layers == 2
     assert torch.equal(logits_skipping(pruned.eval(), TOKENS), logits_skipping(source, TOKENS, skip=1))
+
+
+def test_gemma3_image_text_grown_records_the_depth_in_its_text_config(tmp_path):
+    source = _gemma3()
+    source.save_pretrained(tmp_path / "source")
+    out = tmp_path / "grown"
+    assert main(["grow", str(tmp_path / "source"), "--insert", "1", "--where", "after:1", "--out", str(out)]) == 0
+    grown, info = transformers.AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert grown.config.text_config.num_hidden_layers == 4
+    assert grown.config.text_config.layer_types == ["sliding_attention", "full_attention", "full_attention",
+                                                    "sliding_attention"]
+    assert torch.equal(logits_skipping(grown.eval(), TOKENS), logits_skipping(source, TOKENS))
