@@ -47,6 +47,11 @@ class BlockFamily:
         block it was copied from), used for per-layer configuration such as ``layer_types``."""
         raise NotImplementedError
 
+    def check_rebuildable(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
+        """``ValueError`` (one line) when ``model`` with ``blocks`` installed (see :meth:`install`) would be saved
+        as something its own loader rebuilds differently; called before :meth:`install`, so nothing has changed
+        yet. Default: nothing to check (the family's loader builds what :meth:`install` records)."""
+
     def add_scales(self, model: nn.Module) -> None:
         """LayerScale on both branches of every block; ``γ = 1`` on the branches that had none."""
         raise NotImplementedError

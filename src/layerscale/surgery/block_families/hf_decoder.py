@@ -1,5 +1,6 @@
-"""Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM) or
-post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4) decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
+"""Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM),
+post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4) or mixture-of-experts (Mixtral, Qwen MoE, OLMoE, PhiMoE, gpt-oss,
+DeepSeek-V3, ERNIE 4.5 MoE; prune only) decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
 the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``; ``gpt_neox.layers``;
 ``model.language_model.layers`` in a model that also reads images, such as Gemma 3's
 ``Gemma3ForConditionalGeneration``).
@@ -18,11 +19,14 @@ them writes a plain folder of the source's architecture.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
 from .base import BlockFamily, layer_stack
-from ..hf.hf_decoder_layers import branch_outputs, decoder_layer_types, post_norm_decoder_layer_types, post_norm_gains
+from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, moe_decoder_layer_types,
+                                    post_norm_decoder_layer_types, post_norm_gains)
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
@@ -34,14 +38,28 @@ PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
     """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
-    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types())
+    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types() + moe_decoder_layer_types())
 
 
-def _text_config(model: nn.Module):
+def _text_config(config):
     """The config that holds the decoder stack's depth: ``config.get_text_config()`` (the config itself for a
     causal LM; the nested text config of a model that also reads images)."""
-    config = model.config
     return config.get_text_config() if callable(getattr(config, "get_text_config", None)) else config
+
+
+def _edit_depth(config, old_depth: int, origin: list[int | None]) -> None:
+    """Record a stack of ``len(origin)`` layers (layer ``i`` from old layer ``origin[i]``) in the text ``config``:
+    its depth, and its per-layer lists (:data:`PER_LAYER_CONFIG`) re-ordered with the layers."""
+    for key in PER_LAYER_CONFIG:
+        values = getattr(config, key, None)
+        if isinstance(values, (list, tuple)) and len(values) == old_depth:
+            setattr(config, key, [values[o] for o in origin])
+    config.num_hidden_layers = len(origin)
+
+
+def _shapes(layer: nn.Module) -> dict[str, tuple[int, ...]]:
+    """A layer's parameter and persistent-buffer names and shapes, γ (``layer_scale``) aside."""
+    return {key: tuple(value.shape) for key, value in layer.state_dict().items() if not key.endswith("layer_scale")}
 
 
 class HFDecoderFamily(BlockFamily):
@@ -70,14 +88,35 @@ class HFDecoderFamily(BlockFamily):
             for module in block.modules():
                 if isinstance(getattr(module, "layer_idx", None), int):
                     module.layer_idx = index  # its KV-cache slot
-        config = _text_config(model)
-        for key in PER_LAYER_CONFIG:
-            values = getattr(config, key, None)
-            if isinstance(values, (list, tuple)) and len(values) == len(old):
-                setattr(config, key, [values[o] for o in origin])
-        config.num_hidden_layers = len(blocks)
+        _edit_depth(_text_config(model.config), len(old), origin)
+
+    def check_rebuildable(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
+        """The edited config, built by the model's own class on the meta device (no memory, no weights), must hold
+        exactly ``blocks``: at each position the same layer class with the same parameter and buffer names and
+        shapes (γ aside, which the marked type adds). A config that sets a layer's structure by its position —
+        DeepSeek's first dense layers, Qwen-MoE's ``mlp_only_layers`` — would otherwise save a folder that
+        ``from_pretrained`` fills with freshly initialised layers; it is refused, naming the first layer that
+        differs, before anything is changed."""
+        config = copy.deepcopy(model.config)
+        _edit_depth(_text_config(config), len(self.blocks(model)), origin)
+        with torch.device("meta"):
+            rebuilt = type(model)(config)
+        found = _stack(rebuilt)
+        layers = list(getattr(*found)) if found is not None else []
+        if len(layers) != len(blocks):
+            raise ValueError(f"the edited {type(model).__name__}'s config would build {len(layers)} layers, not "
+                             f"{len(blocks)}; refused before writing a folder that would not load back")
+        for index, (block, layer) in enumerate(zip(blocks, layers)):
+            if type(block) is not type(layer) or _shapes(block) != _shapes(layer):
+                raise ValueError(f"the edited {type(model).__name__}'s config would build layer {index} unlike the "
+                                 f"layer moved there (old layer {origin[index]}): its config sets that layer's "
+                                 f"structure by position, so a saved folder would not load back; refused")
 
     def add_scales(self, model: nn.Module) -> None:
+        moe = [layer for layer in self.blocks(model) if type(layer) in moe_decoder_layer_types()]
+        if moe:
+            raise ValueError(f"{type(moe[0]).__name__}'s MLP branch is a mixture of experts, with no single output "
+                             f"layer for a LayerScale γ: its layers can be removed (layerscale prune), not grown")
         if all(type(layer) in post_norm_decoder_layer_types() for layer in self.blocks(model)):
             return  # each branch already ends in a per-channel gain, its post-norm's
         if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in

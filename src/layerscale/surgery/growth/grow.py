@@ -135,6 +135,7 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
     finally:
         if seed is not None:
             torch.random.set_rng_state(generator_state)
+    family.check_rebuildable(target, blocks, origin)
     family.install(target, blocks, origin)
     record_new_blocks(target, new)
     return target

@@ -30,6 +30,10 @@ take no extra γ and are not in :data:`HF_DECODER_LAYERS`. Their layers are stil
 per-channel scale on the branch's output — the place of LayerScale's γ (CaiT, eq. 1) — so a new block starts as the
 identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + weight``, the others by ``weight``).
 
+Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE;
+:data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts with no single
+output layer: their layers can be removed; γ is not retrofitted.
+
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
 
@@ -43,8 +47,9 @@ from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["HF_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types", "branch_outputs",
-           "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer"]
+__all__ = ["HF_DECODER_LAYERS", "HF_MOE_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types",
+           "branch_outputs", "moe_decoder_layer_types", "post_norm_decoder_layer_types", "post_norm_gains",
+           "queue_hf_decoder_layer"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -84,6 +89,20 @@ def decoder_layer_types() -> tuple[type, ...]:
     """The supported decoder layer classes whose transformers module is loaded."""
     return loaded_table_classes(HF_DECODER_LAYERS)
 
+#: transformers module -> decoder layer class of the mixture-of-experts families (Llama's names and residual
+#: layout, read from each ``modeling_*.py`` of transformers 5.24): the MLP branch routes each token to experts and
+#: sums their outputs, with no single output layer for γ, so their layers can be removed but γ is not retrofitted
+HF_MOE_DECODER_LAYERS = {
+    "transformers.models.mixtral.modeling_mixtral": "MixtralDecoderLayer",
+    "transformers.models.qwen2_moe.modeling_qwen2_moe": "Qwen2MoeDecoderLayer",
+    "transformers.models.qwen3_moe.modeling_qwen3_moe": "Qwen3MoeDecoderLayer",
+    "transformers.models.olmoe.modeling_olmoe": "OlmoeDecoderLayer",
+    "transformers.models.phimoe.modeling_phimoe": "PhimoeDecoderLayer",
+    "transformers.models.gpt_oss.modeling_gpt_oss": "GptOssDecoderLayer",
+    "transformers.models.deepseek_v3.modeling_deepseek_v3": "DeepseekV3DecoderLayer",
+    "transformers.models.ernie4_5_moe.modeling_ernie4_5_moe": "Ernie4_5_MoeDecoderLayer",
+}
+
 #: post-norm layers whose RMSNorm multiplies by ``1 + weight`` (``Gemma2RMSNorm``, ``Gemma3RMSNorm``: weight 0 is the
 #: unit gain); the others' (``Olmo2RMSNorm``, ``Olmo3RMSNorm``, ``Exaone4RMSNorm``) multiply by ``weight``
 _GAIN_ONE_PLUS_WEIGHT = ("Gemma2DecoderLayer", "Gemma3DecoderLayer")
@@ -93,6 +112,12 @@ def post_norm_decoder_layer_types() -> tuple[type, ...]:
     """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
     loaded."""
     return loaded_table_classes(HF_POST_NORM_DECODER_LAYERS)
+
+
+def moe_decoder_layer_types() -> tuple[type, ...]:
+    """The mixture-of-experts decoder layer classes (:data:`HF_MOE_DECODER_LAYERS`) whose transformers module is
+    loaded."""
+    return loaded_table_classes(HF_MOE_DECODER_LAYERS)
 
 
 def post_norm_gains(layer: nn.Module) -> list[tuple[nn.Parameter, float]]:

@@ -58,6 +58,7 @@ def prune(model: nn.Module, blocks: Sequence[int], *, inplace: bool = False) -> 
         raise ValueError(f"removing {len(remove)} of {depth} blocks would leave none; remove at most {depth - 1}")
     target = model if inplace else copy.deepcopy(model)
     kept = [(i, b) for i, b in enumerate(family.blocks(target)) if i not in remove]
+    family.check_rebuildable(target, [b for _, b in kept], [i for i, _ in kept])
     family.install(target, [b for _, b in kept], [i for i, _ in kept])
     forget_new_blocks(target)  # indices of a former growth no longer hold
     return target

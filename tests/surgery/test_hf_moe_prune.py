@@ -1,0 +1,86 @@
+"""``layerscale prune`` of mixture-of-experts decoders (Mixtral, Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3,
+Qwen2 MoE): the written folder computes the source with that layer skipped (a forward hook that returns the layer's
+input, written independently of the block editor), the KV cache right. A config that sets a layer's structure by
+its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's ``mlp_only_layers``) is refused when
+the pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow``
+refuses them (no single output layer for γ in a mixture of experts)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layerscale.cli import main
+
+transformers = pytest.importorskip("transformers")
+
+from source_models import decoder_layers, logits_skipping, pruned_folder  # noqa: E402
+
+TEXT = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=64, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=0)
+FAMILIES = {
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=2, num_experts_per_tok=1)),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(num_experts=2, num_experts_per_tok=1,
+                                                                moe_intermediate_size=16, head_dim=8)),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", dict(num_experts=2, num_experts_per_tok=1)),
+    "phimoe": ("PhimoeConfig", "PhimoeForCausalLM", dict(num_local_experts=2, num_experts_per_tok=1)),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", dict(num_local_experts=2, num_experts_per_tok=1, head_dim=8,
+                                                          sliding_window=4, layer_types=["sliding_attention",
+                                                                                         "full_attention",
+                                                                                         "sliding_attention"])),
+}
+POSITIONAL = {  # configs that set a layer's MLP (dense or experts) by its index
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM",
+                    dict(n_routed_experts=2, num_experts_per_tok=1, moe_intermediate_size=16, first_k_dense_replace=1,
+                         kv_lora_rank=8, q_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8,
+                         n_group=1, topk_group=1)),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+                  dict(num_experts=2, num_experts_per_tok=1, moe_intermediate_size=16,
+                       shared_expert_intermediate_size=16, mlp_only_layers=[1])),
+}
+TOKENS = torch.randint(2, 60, (2, 12), generator=torch.Generator().manual_seed(1))
+
+
+def _build(family):
+    config_name, model_name, extra = {**FAMILIES, **POSITIONAL}[family]
+    torch.manual_seed(0)
+    return getattr(transformers, model_name)(getattr(transformers, config_name)(**TEXT, **extra)).eval()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family):
+    source = _build(family)
+    pruned, info = pruned_folder(source, tmp_path, main)
+    assert type(pruned) is type(source) and not info["missing_keys"] and not info["unexpected_keys"]
+    assert len(decoder_layers(pruned)) == 2 and pruned.config.num_hidden_layers == 2
+    assert torch.equal(logits_skipping(pruned.eval(), TOKENS), logits_skipping(source, TOKENS, skip=1))
+    cached = pruned.generate(TOKENS[:1], max_new_tokens=8, do_sample=False, use_cache=True)
+    recomputed = pruned.generate(TOKENS[:1], max_new_tokens=8, do_sample=False, use_cache=False)
+    assert torch.equal(cached, recomputed)
+
+
+@pytest.mark.parametrize("family, refused, accepted", [("deepseek_v3", "0", "2"), ("qwen2_moe", "0", "2")])
+def test_a_layer_structure_set_by_position_refuses_what_would_not_load_back(tmp_path, capsys, family, refused,
+                                                                          accepted):
+    source = _build(family)
+    source.save_pretrained(tmp_path / "source")
+    capsys.readouterr()  # transformers' own save output
+    out = tmp_path / "refused"
+    assert main(["prune", str(tmp_path / "source"), "--blocks", refused, "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "layer 0" in error and "would not load back" in error
+    assert not out.exists()
+    (tmp_path / "kept").mkdir()
+    pruned, info = pruned_folder(source, tmp_path / "kept", main, blocks=accepted)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert torch.equal(logits_skipping(pruned.eval(), TOKENS), logits_skipping(source, TOKENS, skip=int(accepted)))
+
+
+def test_grow_refuses_a_mixture_of_experts_in_one_line_and_writes_nothing(tmp_path, capsys):
+    _build("mixtral").save_pretrained(tmp_path / "source")
+    capsys.readouterr()
+    out = tmp_path / "grown"
+    assert main(["grow", str(tmp_path / "source"), "--insert", "1", "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "MixtralDecoderLayer" in error and "mixture of experts" in error
+    assert not out.exists()
