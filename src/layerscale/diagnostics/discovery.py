@@ -16,8 +16,8 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
 * Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
   output of the branch's post-norm.
-* Hugging Face decoder layers whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia): ``s_i`` is the
-  attention / MLP output, and the MLP branch's stream is the block's input.
+* Hugging Face decoder layers whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia, StableLM):
+  ``s_i`` is the attention / MLP output, and the MLP branch's stream is the block's input.
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
   added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer), times
   Granite's ``residual_multiplier``.
@@ -187,8 +187,8 @@ _HF_PARALLEL_DECODERS = {"GPTJBlock": "attn", "PhiDecoderLayer": "self_attn", "C
 def _hf_parallel_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """The layers of :data:`_HF_PARALLEL_DECODERS`: ``s_i`` is the attention / MLP output (with γ in its output layer
     once ``add_layerscale`` put one there; their dropouts, identities in evaluation, are not seen), and both branches
-    read the block's input — the MLP branch's stream is ``x``, not
-    ``x + s_1`` (``stream_module`` ``None``), except in a sequential GPT-NeoX."""
+    read the block's input — the MLP branch's stream is ``x``, not ``x + s_1`` (``stream_module`` ``None``), except in
+    a sequential GPT-NeoX or StableLM."""
     attn = _HF_PARALLEL_DECODERS.get(type(block).__name__)
     if attn is None or not all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp")):
         return None

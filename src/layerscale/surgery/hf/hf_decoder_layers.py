@@ -75,7 +75,8 @@ HF_DECODER_LAYERS = {
 _BRANCH_OUTPUTS = {"GPTJBlock": ("attn.out_proj", "mlp.fc_out"), "PhiDecoderLayer": ("self_attn.dense", "mlp.fc2"),
                    "GPTNeoXLayer": ("attention.dense", "mlp.dense_4h_to_h")}
 
-#: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): prunable, no γ
+#: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): no γ; the
+#: post-norm's gain is the branch scale
 HF_POST_NORM_DECODER_LAYERS = {
     "transformers.models.gemma2.modeling_gemma2": "Gemma2DecoderLayer",
     "transformers.models.gemma3.modeling_gemma3": "Gemma3DecoderLayer",
@@ -88,6 +89,7 @@ HF_POST_NORM_DECODER_LAYERS = {
 def decoder_layer_types() -> tuple[type, ...]:
     """The supported decoder layer classes whose transformers module is loaded."""
     return loaded_table_classes(HF_DECODER_LAYERS)
+
 
 #: transformers module -> decoder layer class of the mixture-of-experts families (Llama's names and residual
 #: layout, read from each ``modeling_*.py`` of transformers 5.24): the MLP branch routes each token to experts and
