@@ -226,3 +226,18 @@ def assert_healing_moves_weights(source: Path, corpus: Path, root: Path, main, c
     auto = transformers.AutoModelForCausalLM
     before, after = auto.from_pretrained(plain).state_dict(), auto.from_pretrained(healed).state_dict()
     assert before.keys() == after.keys() and any(not torch.equal(v, after[k]) for k, v in before.items())
+
+
+def assert_pruned_skips_layer(source, root: Path, main, tokens: torch.Tensor, skip: int = 1):
+    """``layerscale prune --blocks skip`` of ``source`` (a Hugging Face causal LM) read back: the same class, every
+    key loaded, one layer fewer in the stack and in the config, the logits of ``source`` with that layer skipped
+    (bit for bit), and greedy ``generate`` with the KV cache equal to a full recompute. Returns the pruned model."""
+    pruned, info = pruned_folder(source, root, main, blocks=str(skip))
+    assert type(pruned) is type(source) and not info["missing_keys"] and not info["unexpected_keys"]
+    depth = len(decoder_layers(source)) - 1
+    assert len(decoder_layers(pruned)) == depth and pruned.config.get_text_config().num_hidden_layers == depth
+    assert torch.equal(logits_skipping(pruned.eval(), tokens), logits_skipping(source, tokens, skip=skip))
+    cached = pruned.generate(tokens[:1], max_new_tokens=8, do_sample=False, use_cache=True)
+    recomputed = pruned.generate(tokens[:1], max_new_tokens=8, do_sample=False, use_cache=False)
+    assert torch.equal(cached, recomputed)
+    return pruned

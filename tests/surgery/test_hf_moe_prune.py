@@ -14,7 +14,7 @@ from layerscale.cli import main
 
 transformers = pytest.importorskip("transformers")
 
-from source_models import decoder_layers, logits_skipping, pruned_folder  # noqa: E402
+from source_models import assert_pruned_skips_layer, logits_skipping, pruned_folder  # noqa: E402
 
 TEXT = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
             vocab_size=64, max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=0)
@@ -49,14 +49,7 @@ def _build(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family):
-    source = _build(family)
-    pruned, info = pruned_folder(source, tmp_path, main)
-    assert type(pruned) is type(source) and not info["missing_keys"] and not info["unexpected_keys"]
-    assert len(decoder_layers(pruned)) == 2 and pruned.config.num_hidden_layers == 2
-    assert torch.equal(logits_skipping(pruned.eval(), TOKENS), logits_skipping(source, TOKENS, skip=1))
-    cached = pruned.generate(TOKENS[:1], max_new_tokens=8, do_sample=False, use_cache=True)
-    recomputed = pruned.generate(TOKENS[:1], max_new_tokens=8, do_sample=False, use_cache=False)
-    assert torch.equal(cached, recomputed)
+    assert_pruned_skips_layer(_build(family), tmp_path, main, TOKENS)
 
 
 @pytest.mark.parametrize("family, refused, accepted", [("deepseek_v3", "0", "2"), ("qwen2_moe", "0", "2")])
