@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from torch import nn
 
-__all__ = ["input_embedding_rows", "max_positions"]
+__all__ = ["input_embedding_rows", "max_positions", "text_config"]
 
 
 def _positive_int(value: object) -> int | None:
@@ -39,11 +39,16 @@ def input_embedding_rows(model: nn.Module) -> int | None:
 def max_positions(model: nn.Module) -> int | None:
     """The longest sequence ``model`` takes (module docstring); ``None`` when unbounded."""
     config = getattr(model, "config", None)
-    if callable(getattr(config, "get_text_config", None)):
-        config = config.get_text_config()
     if config is not None:
+        config = text_config(config)
         for key in ("max_position_embeddings", "n_positions"):
             value = _positive_int(getattr(config, key, None))
             if value is not None:
                 return value
     return _positive_int(getattr(model, "block_size", None))
+
+
+def text_config(config):
+    """The config of a Hugging Face model's language model: ``config.get_text_config()`` (the config itself for a
+    causal LM; the nested text config of a model that also reads images, which holds its depth and positions)."""
+    return config.get_text_config() if callable(getattr(config, "get_text_config", None)) else config

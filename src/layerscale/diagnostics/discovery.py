@@ -214,25 +214,19 @@ def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     return None
 
 
-#: the names of a Hugging Face decoder branch's output layer, where ``add_layerscale`` puts γ: GPT-2 ``c_proj``,
-#: Llama ``o_proj`` / ``down_proj``, Phi and GPT-NeoX ``dense``, Phi ``fc2``, GPT-J ``out_proj`` / ``fc_out``, GPT-NeoX
-#: ``dense_4h_to_h``
-_BRANCH_OUTPUT_LAYERS = ("c_proj", "o_proj", "down_proj", "dense", "fc2", "out_proj", "fc_out", "dense_4h_to_h")
-
-
 def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
                        stream_module: nn.Module | None) -> BranchProbe:
-    """A decoder branch; its scale is the ``layer_scale`` that ``add_layerscale`` put in its output layer
-    (:data:`_BRANCH_OUTPUT_LAYERS`), inside the branch, so the branch's output already is ``s`` (times the
-    block's ``residual_multiplier``, when it has one)."""
+    """A decoder branch; its scale is the ``layer_scale`` that ``add_layerscale`` put in its output layer (the
+    branch's child that holds one: ``c_proj``, ``o_proj`` / ``down_proj``, ``dense`` / ``fc2``, ...), inside the
+    branch, so the branch's output already is ``s`` (times the block's ``residual_multiplier``, when it has one)."""
     multiplier = getattr(block, "residual_multiplier", None)
     gain = None
     if isinstance(multiplier, (int, float)) and not isinstance(multiplier, bool):
         # a 0-dim float64 factor: multiplied by it, s keeps its dtype (and float64 its precision)
         gain = lambda m=float(multiplier): torch.tensor(m, dtype=torch.float64)  # noqa: E731
     gamma = None
-    for child in _BRANCH_OUTPUT_LAYERS:
-        found = getattr(getattr(branch, child, None), "layer_scale", None)
+    for child in branch.children():
+        found = getattr(child, "layer_scale", None)
         if isinstance(found, torch.Tensor):
             gamma = found
             break

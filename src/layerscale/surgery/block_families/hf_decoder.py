@@ -6,7 +6,7 @@ the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``mode
 ``Gemma3ForConditionalGeneration``).
 
 The depth lives in the config of the text model (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``;
-``config.get_text_config()``, the model's own config unless it nests one for its language model), which
+``config.gettext_config()``, the model's own config unless it nests one for its language model), which
 ``save_pretrained`` writes, so plain ``from_pretrained`` builds the new depth; the per-layer config lists
 (:data:`PER_LAYER_CONFIG`: ``layer_types``, sliding-window or full attention; SmolLM3's ``no_rope_layers``) are
 re-ordered with the blocks. Every attention layer carries its position in the stack as ``layer_idx``, the index of
@@ -24,6 +24,7 @@ import copy
 import torch
 from torch import nn
 
+from ...token_limits import text_config
 from .base import BlockFamily, layer_stack
 from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, moe_decoder_layer_types,
                                     post_norm_decoder_layer_types, post_norm_gains)
@@ -39,12 +40,6 @@ PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
     """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
     return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types() + moe_decoder_layer_types())
-
-
-def _text_config(config):
-    """The config that holds the decoder stack's depth: ``config.get_text_config()`` (the config itself for a
-    causal LM; the nested text config of a model that also reads images)."""
-    return config.get_text_config() if callable(getattr(config, "get_text_config", None)) else config
 
 
 def _edit_depth(config, old_depth: int, origin: list[int | None]) -> None:
@@ -88,7 +83,7 @@ class HFDecoderFamily(BlockFamily):
             for module in block.modules():
                 if isinstance(getattr(module, "layer_idx", None), int):
                     module.layer_idx = index  # its KV-cache slot
-        _edit_depth(_text_config(model.config), len(old), origin)
+        _edit_depth(text_config(model.config), len(old), origin)
 
     def check_rebuildable(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
         """The edited config, built by the model's own class on the meta device (no memory, no weights), must hold
@@ -98,7 +93,7 @@ class HFDecoderFamily(BlockFamily):
         ``from_pretrained`` fills with freshly initialised layers; it is refused, naming the first layer that
         differs, before anything is changed."""
         config = copy.deepcopy(model.config)
-        _edit_depth(_text_config(config), len(self.blocks(model)), origin)
+        _edit_depth(text_config(config), len(self.blocks(model)), origin)
         with torch.device("meta"):
             rebuilt = type(model)(config)
         found = _stack(rebuilt)
@@ -113,11 +108,14 @@ class HFDecoderFamily(BlockFamily):
                                  f"structure by position, so a saved folder would not load back; refused")
 
     def add_scales(self, model: nn.Module) -> None:
-        moe = [layer for layer in self.blocks(model) if type(layer) in moe_decoder_layer_types()]
-        if moe:
-            raise ValueError(f"{type(moe[0]).__name__}'s MLP branch is a mixture of experts, with no single output "
-                             f"layer for a LayerScale γ: its layers can be removed (layerscale prune), not grown")
-        if all(type(layer) in post_norm_decoder_layer_types() for layer in self.blocks(model)):
+        layers = self.blocks(model)
+        moe, post_norm = moe_decoder_layer_types(), post_norm_decoder_layer_types()
+        experts = [layer for layer in layers if type(layer) in moe]
+        if experts:
+            raise ValueError(f"{type(experts[0]).__name__}'s MLP branch is a mixture of experts, with no single "
+                             f"output layer for a LayerScale γ: its layers can be removed (layerscale prune), not "
+                             f"grown")
+        if all(type(layer) in post_norm for layer in layers):
             return  # each branch already ends in a per-channel gain, its post-norm's
         if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in
                branch_outputs(layer)):
