@@ -3,7 +3,8 @@ Qwen2 MoE): the written folder computes the source with that layer skipped (a fo
 input, written independently of the block editor), the KV cache right. A config that sets a layer's structure by
 its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's ``mlp_only_layers``) is refused when
 the pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow``
-refuses them (no single output layer for γ in a mixture of experts)."""
+refuses them (no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model
+as it was."""
 
 from __future__ import annotations
 
@@ -77,3 +78,28 @@ def test_grow_refuses_a_mixture_of_experts_in_one_line_and_writes_nothing(tmp_pa
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "MixtralDecoderLayer" in error and "mixture of experts" in error
     assert not out.exists()
+
+
+@pytest.mark.parametrize("edit", ["prune", "grow"])
+def test_a_refused_edit_leaves_an_inplace_model_as_it_was(monkeypatch, edit):
+    """The rebuild check runs on the source before anything is copied or changed: a refused ``grow(...,
+    inplace=True)`` has not yet given the model its γ = 1 (nor ``prune`` removed a layer)."""
+    from layerscale.surgery import grow, prune
+    from layerscale.surgery.block_families.hf_decoder import HFDecoderFamily
+
+    def refuse(self, model, blocks, origin):
+        raise ValueError("refused by the rebuild check")
+
+    monkeypatch.setattr(HFDecoderFamily, "check_rebuildable", refuse)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TEXT)).eval()
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    config_before = model.config.to_dict()
+    with pytest.raises(ValueError, match="refused by the rebuild check"):
+        if edit == "grow":
+            grow(model, insert=1, where="after:0", inplace=True)
+        else:
+            prune(model, [1], inplace=True)
+    after = model.state_dict()
+    assert after.keys() == before.keys() and all(torch.equal(after[k], before[k]) for k in before)
+    assert model.config.to_dict() == config_before and type(model) is transformers.LlamaForCausalLM

@@ -49,8 +49,10 @@ class BlockFamily:
 
     def check_rebuildable(self, model: nn.Module, blocks: list[nn.Module], origin: list[int | None]) -> None:
         """``ValueError`` (one line) when ``model`` with ``blocks`` installed (see :meth:`install`) would be saved
-        as something its own loader rebuilds differently; called before :meth:`install`, so nothing has changed
-        yet. Default: nothing to check (the family's loader builds what :meth:`install` records)."""
+        as something its own loader rebuilds differently. Called on the source model before it is copied or changed
+        (``prune`` and ``grow``, ``inplace`` or not): ``blocks`` are the source's blocks in their new order, a new
+        block given as the block it is copied from (its structure; γ, which :meth:`add_scales` adds later, is not
+        compared). Default: nothing to check (the family's loader builds what :meth:`install` records)."""
 
     def add_scales(self, model: nn.Module) -> None:
         """LayerScale on both branches of every block; ``γ = 1`` on the branches that had none."""

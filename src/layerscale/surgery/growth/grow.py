@@ -111,6 +111,11 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
     inplace = check_bool("inplace", inplace)
     depth = len(family.blocks(model))
     points = Counter(insertion_points(where, insert, depth))
+    # The grown stack must rebuild from its config; checked on the source's blocks (γ aside, a new block has its
+    # source's structure) before a copy is made, and before γ is added to the model even when inplace.
+    origin = [index for index in range(depth) for _ in range(1 + points[index])]
+    source = family.blocks(model)
+    family.check_rebuildable(model, [source[index] for index in origin], origin)
     target = model if inplace else copy.deepcopy(model)
     family.add_scales(target)
     generator_state = torch.random.get_rng_state()
@@ -135,7 +140,6 @@ def grow(model: nn.Module, insert: int, where: str | None = None, init: str = "c
     finally:
         if seed is not None:
             torch.random.set_rng_state(generator_state)
-    family.check_rebuildable(target, blocks, origin)
     family.install(target, blocks, origin)
     record_new_blocks(target, new)
     return target

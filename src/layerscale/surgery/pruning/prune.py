@@ -56,10 +56,12 @@ def prune(model: nn.Module, blocks: Sequence[int], *, inplace: bool = False) -> 
         raise ValueError("no block to remove: give at least one block index")
     if len(remove) >= depth:
         raise ValueError(f"removing {len(remove)} of {depth} blocks would leave none; remove at most {depth - 1}")
+    kept = [i for i in range(depth) if i not in remove]
+    source = family.blocks(model)
+    family.check_rebuildable(model, [source[i] for i in kept], kept)  # before a copy is made or anything changes
     target = model if inplace else copy.deepcopy(model)
-    kept = [(i, b) for i, b in enumerate(family.blocks(target)) if i not in remove]
-    family.check_rebuildable(target, [b for _, b in kept], [i for i, _ in kept])
-    family.install(target, [b for _, b in kept], [i for i, _ in kept])
+    blocks = family.blocks(target)
+    family.install(target, [blocks[i] for i in kept], kept)
     forget_new_blocks(target)  # indices of a former growth no longer hold
     return target
 
