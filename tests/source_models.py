@@ -172,10 +172,16 @@ def hf_dinov2(layers: int = 3, seed: int = 0, **backbone):
 
 
 def decoder_layers(model) -> list:
-    """A Hugging Face model's decoder layers (``*DecoderLayer``, GPT-J's ``GPTJBlock``, GPT-NeoX's ``GPTNeoXLayer``),
-    in forward order."""
-    return [m for m in model.modules()
-            if type(m).__name__.endswith("DecoderLayer") or type(m).__name__ in ("GPTJBlock", "GPTNeoXLayer")]
+    """A Hugging Face model's decoder layers (``*DecoderLayer``, GPT-J's ``GPTJBlock``, GPT-NeoX's ``GPTNeoXLayer``,
+    BLOOM's ``BloomBlock``), in forward order."""
+    return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")
+            or type(m).__name__ in ("GPTJBlock", "GPTNeoXLayer", "BloomBlock")]
+
+
+def _with_stream(output, stream: torch.Tensor):
+    """A layer's ``output`` with its stream replaced by ``stream``: the tensor itself, or the first entry of the tuple
+    a layer such as BLOOM's returns (``(hidden_states, attention weights)``)."""
+    return (stream, *output[1:]) if isinstance(output, tuple) else stream
 
 
 def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> torch.Tensor:
@@ -184,7 +190,8 @@ def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> tor
     handle = None
     if skip is not None:
         handle = decoder_layers(model)[skip].register_forward_hook(
-            lambda module, args, kwargs, out: args[0] if args else kwargs["hidden_states"], with_kwargs=True)
+            lambda module, args, kwargs, out: _with_stream(out, args[0] if args else kwargs["hidden_states"]),
+            with_kwargs=True)
     try:
         with torch.no_grad():
             return model(input_ids=tokens, use_cache=False).logits

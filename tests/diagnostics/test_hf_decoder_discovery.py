@@ -2,9 +2,12 @@
 finds add up to what the block does, ``y = x + s₁ + s₂``, and the stream it finds entering the MLP branch is
 ``x + s₁`` — Llama and Qwen3 (Pre-LN), Granite (``x + m · F``), Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 (each branch's
 output normalised before the add, where the Pre-LN reading would take the un-normalised attention output), and GPT-J,
-Phi, Cohere, GPT-NeoX and StableLM with parallel branches (the MLP branch reads the block's input ``x``)."""
+Phi, Cohere, GPT-NeoX and StableLM with parallel branches (the MLP branch reads the block's input ``x``), OPT, BLOOM and
+Granite MoE (branches named otherwise). Configurations that are not a residual stack are refused in one line."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
@@ -30,7 +33,14 @@ LAYOUTS = {"llama": ("LlamaConfig", "LlamaForCausalLM", {}),
            "cohere": ("CohereConfig", "CohereForCausalLM", {}),
            "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(use_parallel_residual=True)),
            "gpt_neox_sequential": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(use_parallel_residual=False)),
-           "stablelm_parallel": ("StableLmConfig", "StableLmForCausalLM", dict(use_parallel_residual=True))}
+           "stablelm_parallel": ("StableLmConfig", "StableLmForCausalLM", dict(use_parallel_residual=True)),
+           # named otherwise: OPT's MLP is the layer's own fc1 / fc2 on flattened tokens; BLOOM's modules add the
+           # residual themselves; Granite MoE's MLP branch is its block_sparse_moe
+           "opt": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32)),
+           "bloom": ("BloomConfig", "BloomForCausalLM", dict(n_layer=2, n_head=4)),
+           "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", dict(num_local_experts=2, num_experts_per_tok=1,
+                                                                            residual_multiplier=0.3,
+                                                                            experts_implementation="eager"))}
 PARALLEL = {"gptj", "phi", "cohere", "gpt_neox", "stablelm_parallel"}
 
 
@@ -73,8 +83,33 @@ def test_found_branch_outputs_add_up_to_each_block(layout):
         handle.remove()
     for index in range(2):
         x, y = seen[(index, "x")], seen[(index, "y")]
-        s1, s2 = seen[(index, "attn")], seen[(index, "mlp")]
-        torch.testing.assert_close(seen.get((index, "stream2"), x), x if layout in PARALLEL else x + s1, rtol=1e-12,
-                                   atol=1e-12)
+        # OPT's MLP runs on (batch · tokens, width): the same values, token by token
+        s1, s2 = seen[(index, "attn")], seen[(index, "mlp")].reshape(x.shape)
+        stream2 = seen.get((index, "stream2"), x).reshape(x.shape)
+        torch.testing.assert_close(stream2, x if layout in PARALLEL else x + s1, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(y, x + s1 + s2, rtol=1e-12, atol=1e-12)
         assert s1.abs().max() > 1e-3 and s2.abs().max() > 1e-3
+
+
+NOT_A_RESIDUAL_STACK = {  # configurations whose layers are not x <- x + s with s one module's output
+    "opt_post_ln": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32, do_layer_norm_before=False),
+                    "do_layer_norm_before=False"),
+    "bloom_post_ln_residual": ("BloomConfig", "BloomForCausalLM",
+                               dict(n_layer=2, n_head=4, apply_residual_connection_post_layernorm=True),
+                               "apply_residual_connection_post_layernorm=True"),
+    "bloom_sliced": ("BloomConfig", "BloomForCausalLM", dict(n_layer=2, n_head=4, pretraining_tp=2,
+                                                             slow_but_exact=True), "slow_but_exact=True"),
+    "granitemoe_shared": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM",
+                          dict(num_local_experts=2, num_experts_per_tok=1, shared_intermediate_size=16),
+                          "shared MLP"),
+}
+
+
+@pytest.mark.parametrize("layout", NOT_A_RESIDUAL_STACK)
+def test_a_layer_that_is_not_a_residual_stack_is_refused_in_one_line(layout):
+    config_name, model_name, extra, reason = NOT_A_RESIDUAL_STACK[layout]
+    model = getattr(transformers, model_name)(getattr(transformers, config_name)(**BASE, **extra))
+    with pytest.raises(ValueError, match=reason) as caught:
+        find_blocks(model)
+    message = str(caught.value)
+    assert "\n" not in message and re.search(r"\b(layers|h)\.0: ", message)  # names the first layer

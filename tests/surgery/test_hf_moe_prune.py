@@ -1,10 +1,9 @@
-"""``layerscale prune`` of mixture-of-experts decoders (Mixtral, Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3,
-Qwen2 MoE): the written folder computes the source with that layer skipped (a forward hook that returns the layer's
-input, written independently of the block editor), the KV cache right. A config that sets a layer's structure by
-its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's ``mlp_only_layers``) is refused when
-the pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow``
-refuses them (no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model
-as it was."""
+"""``layerscale prune`` of mixture-of-experts decoders (Mixtral, Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, Granite MoE,
+DeepSeek-V3, Qwen2 MoE): the written folder computes the source with that layer skipped (a forward hook that returns the
+layer's input, written independently of the block editor), the KV cache right. A config that sets a layer's structure by
+its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's ``mlp_only_layers``) is refused when the
+pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow`` refuses them
+(no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model as it was."""
 
 from __future__ import annotations
 
@@ -29,6 +28,8 @@ FAMILIES = {
                                                           sliding_window=4, layer_types=["sliding_attention",
                                                                                          "full_attention",
                                                                                          "sliding_attention"])),
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", dict(num_local_experts=2, num_experts_per_tok=1,
+                                                                     residual_multiplier=0.3)),
 }
 POSITIONAL = {  # configs that set a layer's MLP (dense or experts) by its index
     "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM",

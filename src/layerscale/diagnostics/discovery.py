@@ -17,10 +17,12 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
   output of the branch's post-norm.
 * Hugging Face decoder layers whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia, StableLM):
-  ``s_i`` is the attention / MLP output, and the MLP branch's stream is the block's input.
+  ``s_i`` is the attention / MLP output, and the MLP branch's stream is the block's input; OPT and BLOOM, whose
+  branches are named otherwise (:mod:`layerscale.diagnostics.hf_layer_layouts`).
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
   added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer), times
-  Granite's ``residual_multiplier``.
+  Granite's ``residual_multiplier``; the mixture-of-experts ones read the same way (Granite MoE: its
+  ``block_sparse_moe``).
 
 The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
 update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
@@ -37,6 +39,7 @@ import torch
 from torch import nn
 
 from ..layers.block import _ResidualBranches
+from .hf_layer_layouts import HF_DECODER_LAYOUTS, mlp_stream_path, unsupported_reason
 
 __all__ = ["BranchProbe", "BlockProbe", "find_blocks", "BRANCHES"]
 
@@ -174,58 +177,66 @@ def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
                                                    None)))
 
 
-#: Hugging Face decoder layers whose two branches read the same stream, ``x + F_attn(n(x)) + F_mlp(n'(x))`` (class
-#: name → attention attribute; read from ``modeling_gptj.py``, ``modeling_phi.py``, ``modeling_cohere.py``,
-#: ``modeling_cohere2.py``, ``modeling_gpt_neox.py``, ``modeling_stablelm.py`` of transformers 5.24). GPT-NeoX and
-#: StableLM are parallel only with ``use_parallel_residual`` (Pythia: yes); otherwise their MLP branch reads
-#: ``x + s_1`` at ``post_attention_layernorm``.
-_HF_PARALLEL_DECODERS = {"GPTJBlock": "attn", "PhiDecoderLayer": "self_attn", "CohereDecoderLayer": "self_attn",
-                         "Cohere2DecoderLayer": "self_attn", "GPTNeoXLayer": "attention",
-                         "StableLmDecoderLayer": "self_attn"}
-
-
-def _hf_parallel_decoder(name: str, block: nn.Module) -> BlockProbe | None:
-    """The layers of :data:`_HF_PARALLEL_DECODERS`: ``s_i`` is the attention / MLP output (with γ in its output layer
-    once ``add_layerscale`` put one there; their dropouts, identities in evaluation, are not seen), and both branches
-    read the block's input — the MLP branch's stream is ``x``, not ``x + s_1`` (``stream_module`` ``None``), except in
-    a sequential GPT-NeoX or StableLM."""
-    attn = _HF_PARALLEL_DECODERS.get(type(block).__name__)
-    if attn is None or not all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp")):
+def _hf_listed_decoder(name: str, block: nn.Module) -> BlockProbe | None:
+    """The layers of :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS` (parallel branches: GPT-J,
+    Phi, Cohere, GPT-NeoX, StableLM; OPT; BLOOM): ``s_i`` is the output of the layout's attention / MLP module (with
+    γ in its output layer once ``add_layerscale`` put one there; dropouts, identities in evaluation, are not seen),
+    and the MLP branch's stream is the input of the layout's stream module — the block's input (``None``) when both
+    branches read it. A configuration that is not a residual stack (OPT-350m's Post-LN, ...) is refused in one line
+    naming why."""
+    layout = HF_DECODER_LAYOUTS.get(type(block).__name__)
+    if layout is None:
         return None
-    stream = None
-    if getattr(block, "use_parallel_residual", True) is False:
-        stream = getattr(block, "post_attention_layernorm", None)
-        if not isinstance(stream, nn.Module):
-            return None
-    return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, getattr(block, attn), None),
-                                       _hf_decoder_branch("mlp", block, block.mlp, stream)))
+    reason = unsupported_reason(block)
+    if reason is not None:
+        raise ValueError(f"{name}: {reason}; the block diagnostics (monitor, report, depth analysis) need one")
+    stream_path = mlp_stream_path(block, layout)
+    try:
+        attention, mlp = block.get_submodule(layout.attention), block.get_submodule(layout.mlp)
+        stream = None if stream_path is None else block.get_submodule(stream_path)
+    except AttributeError:
+        return None
+    return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, attention, None),
+                                       _hf_decoder_branch("mlp", block, mlp, stream)))
 
 
 def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """Hugging Face GPT-2 (``ln_1, attn, ln_2, mlp``) and Llama-family (``input_layernorm, self_attn,
     post_attention_layernorm, mlp``) decoder layers, and ViT layers (``layernorm_before, attention,
     layernorm_after, mlp``): Pre-LN, no scale; ``s_i`` is the attention / MLP output, times the layer's scalar
-    ``residual_multiplier`` where it has one (Granite: ``x + m · F(norm(x))``, ``modeling_granite.py``)."""
+    ``residual_multiplier`` where it has one (Granite: ``x + m · F(norm(x))``, ``modeling_granite.py``). Granite
+    MoE's MLP branch is its ``block_sparse_moe`` (``modeling_granitemoe.py``); a layer that adds a ``shared_mlp``
+    to it (Granite MoE Shared) has no one module whose output is ``s_2``: refused in one line."""
+    mlp = getattr(block, "mlp", None)
+    if not isinstance(mlp, nn.Module):
+        mlp = getattr(block, "block_sparse_moe", None)
+        if isinstance(mlp, nn.Module) and isinstance(getattr(block, "shared_mlp", None), nn.Module):
+            raise ValueError(f"{name}: {type(block).__name__} adds a shared MLP to its experts, so no one module's "
+                             f"output is the MLP branch; the block diagnostics (monitor, report, depth analysis) "
+                             f"do not read it")
+    if not isinstance(mlp, nn.Module):
+        return None
     for attn, norm2 in (("attn", "ln_2"), ("self_attn", "post_attention_layernorm"), ("attention", "layernorm_after")):
-        if all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, "mlp", norm2)):
+        if all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, norm2)):
             second_norm = getattr(block, norm2)
             return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, getattr(block, attn), None),
-                                               _hf_decoder_branch("mlp", block, block.mlp, second_norm)))
+                                               _hf_decoder_branch("mlp", block, mlp, second_norm)))
     return None
 
 
 def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
                        stream_module: nn.Module | None) -> BranchProbe:
     """A decoder branch; its scale is the ``layer_scale`` that ``add_layerscale`` put in its output layer (the
-    branch's child that holds one: ``c_proj``, ``o_proj`` / ``down_proj``, ``dense`` / ``fc2``, ...), inside the
-    branch, so the branch's output already is ``s`` (times the block's ``residual_multiplier``, when it has one)."""
+    branch itself when it is that layer, as OPT's ``fc2``, else the branch's child that holds one: ``c_proj``,
+    ``o_proj`` / ``down_proj``, ``dense`` / ``fc2``, ...), so the branch's output already is ``s`` (times the
+    block's ``residual_multiplier``, when it has one)."""
     multiplier = getattr(block, "residual_multiplier", None)
     gain = None
     if isinstance(multiplier, (int, float)) and not isinstance(multiplier, bool):
         # a 0-dim float64 factor: multiplied by it, s keeps its dtype (and float64 its precision)
         gain = lambda m=float(multiplier): torch.tensor(m, dtype=torch.float64)  # noqa: E731
     gamma = None
-    for child in branch.children():
+    for child in (branch, *branch.children()):
         found = getattr(child, "layer_scale", None)
         if isinstance(found, torch.Tensor):
             gamma = found
@@ -233,7 +244,7 @@ def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
     return BranchProbe(name, branch, gain, stream_module, gamma, None if gamma is None else _scale_kind(gamma))
 
 
-_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_post_norm_decoder, _hf_parallel_decoder,
+_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_post_norm_decoder, _hf_listed_decoder,
             _hf_decoder)
 
 
@@ -260,6 +271,6 @@ def find_blocks(model: nn.Module) -> list[BlockProbe]:
             f"found no transformer blocks in {type(model).__name__}: expected layerscale Block/ClassAttentionBlock, "
             f"timm blocks (ls1/ls2 or gamma_1/gamma_2 with attn, mlp, norm2) or Hugging Face layers "
             f"(layer_scale1/layer_scale2, GPT-2 ln_2/attn/mlp, Llama post_attention_layernorm/self_attn/mlp, "
-            f"Gemma 2 / OLMo 2 post-norms, GPT-J / Phi / Cohere / GPT-NeoX parallel layers)"
+            f"Gemma 2 / OLMo 2 post-norms, GPT-J / Phi / Cohere / GPT-NeoX parallel layers, OPT, BLOOM)"
         )
     return found

@@ -1,10 +1,11 @@
 """The residual branches of Hugging Face causal-LM decoder layers: GPT-2, the Llama family, the parallel-branch
-layers (GPT-J, Phi, Cohere, GPT-NeoX, StableLM), and the post-norm layers (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4).
+layers (GPT-J, Phi, Cohere, GPT-NeoX, StableLM), OPT, BLOOM, and the post-norm layers (Gemma 2 / 3, OLMo 2 / 3,
+EXAONE 4).
 
-The first three are Pre-LN, ``x ← x + F(norm(x))`` twice per layer (or ``x ← x + F_attn(n(x)) + F_mlp(n'(x))``),
-with the residual adds inside the layer's own ``forward``; each branch ends in one linear layer, the exact place
-for LayerScale (see
-:class:`~layerscale.surgery.LayerScaledLinear`, :class:`~layerscale.surgery.hf.scaled_conv1d.LayerScaledConv1D`):
+The first five are Pre-LN (OPT with ``do_layer_norm_before``), ``x ← x + F(norm(x))`` twice per layer (or
+``x ← x + F_attn(n(x)) + F_mlp(n'(x))``), with the residual adds inside the layer's own ``forward``; each branch
+ends in one linear layer, the exact place for LayerScale (see :class:`~layerscale.surgery.LayerScaledLinear`,
+:class:`~layerscale.surgery.hf.scaled_conv1d.LayerScaledConv1D`):
 
 * GPT-2 (``GPT2Block``): ``attn.c_proj`` and ``mlp.c_proj`` (transformers' ``Conv1D``), and
   ``crossattention.c_proj`` when the model has cross-attention; the stream enters the MLP branch at ``ln_2``;
@@ -15,12 +16,19 @@ for LayerScale (see
   scalar ``residual_multiplier`` (also after ``o_proj`` / ``down_proj``), Qwen3's attention normalises queries and
   keys inside the branch, SmolLM3 switches RoPE off on some layers (``config.no_rope_layers``, kept in step with the
   layers by the block family);
-* the layers whose attention and MLP read the same input (``x + F_attn(n(x)) + F_mlp(n'(x))``, read from each
-  ``modeling_*.py`` of transformers 5.24; a per-channel γ on each branch's last linear is LayerScale on each term):
-  GPT-J (``GPTJBlock``: ``attn.out_proj``, ``mlp.fc_out``), Phi (``PhiDecoderLayer``: ``self_attn.dense``,
-  ``mlp.fc2``), GPT-NeoX / Pythia (``GPTNeoXLayer``: ``attention.dense``, ``mlp.dense_4h_to_h``; sequential
-  without ``use_parallel_residual``), Cohere / Cohere 2 and StableLM (``self_attn.o_proj``, ``mlp.down_proj``; a
-  StableLM without ``use_parallel_residual`` is sequential); dropouts after the branches commute with γ.
+* the layers whose attention and MLP read the same input (``x + F_attn(n(x)) + F_mlp(n'(x))``; a per-channel γ on
+  each branch's last linear is LayerScale on each term): GPT-J (``GPTJBlock``: ``attn.out_proj``, ``mlp.fc_out``),
+  Phi (``PhiDecoderLayer``: ``self_attn.dense``, ``mlp.fc2``), GPT-NeoX / Pythia (``GPTNeoXLayer``:
+  ``attention.dense``, ``mlp.dense_4h_to_h``; sequential without ``use_parallel_residual``), Cohere / Cohere 2 and
+  StableLM (``self_attn.o_proj``, ``mlp.down_proj``; a StableLM without ``use_parallel_residual`` is sequential);
+  dropouts after the branches commute with γ;
+* OPT (``OPTDecoderLayer``: ``self_attn.out_proj``, ``fc2``) and BLOOM (``BloomBlock``: ``self_attention.dense``,
+  ``mlp.dense_4h_to_h``, before the residual add their modules do themselves).
+
+The paths of the layers named otherwise than Llama's are read from one table,
+:data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS`, which discovery reads too; configurations that
+are not a residual stack (OPT-350m's Post-LN, ...) take no γ
+(:func:`~layerscale.diagnostics.hf_layer_layouts.unsupported_reason`).
 
 Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 normalise each branch's output after its last linear ("sandwich" or
 post-norm layers, ``x ← x + g ⊙ n(F(·))`` with ``n`` the RMS normalisation and ``g`` the norm's per-channel gain;
@@ -30,9 +38,9 @@ take no extra γ and are not in :data:`HF_DECODER_LAYERS`. Their layers are stil
 per-channel scale on the branch's output — the place of LayerScale's γ (CaiT, eq. 1) — so a new block starts as the
 identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + weight``, the others by ``weight``).
 
-Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE;
-:data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts with no single
-output layer: their layers can be removed; γ is not retrofitted.
+Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE,
+Granite MoE; :data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts
+with no single output layer: their layers can be removed; γ is not retrofitted.
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -43,6 +51,7 @@ from typing import Callable
 
 from torch import nn
 
+from ...diagnostics.hf_layer_layouts import HF_DECODER_LAYOUTS, unsupported_reason
 from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
@@ -69,11 +78,9 @@ HF_DECODER_LAYERS = {
     "transformers.models.cohere2.modeling_cohere2": "Cohere2DecoderLayer",
     "transformers.models.gpt_neox.modeling_gpt_neox": "GPTNeoXLayer",
     "transformers.models.stablelm.modeling_stablelm": "StableLmDecoderLayer",
+    "transformers.models.opt.modeling_opt": "OPTDecoderLayer",
+    "transformers.models.bloom.modeling_bloom": "BloomBlock",
 }
-#: (attention output, MLP output) of the layers whose names differ from Llama's ``self_attn.o_proj`` /
-#: ``mlp.down_proj`` (GPT-2 is told apart by its ``ln_2``)
-_BRANCH_OUTPUTS = {"GPTJBlock": ("attn.out_proj", "mlp.fc_out"), "PhiDecoderLayer": ("self_attn.dense", "mlp.fc2"),
-                   "GPTNeoXLayer": ("attention.dense", "mlp.dense_4h_to_h")}
 
 #: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): no γ; the
 #: post-norm's gain is the branch scale
@@ -103,6 +110,7 @@ HF_MOE_DECODER_LAYERS = {
     "transformers.models.gpt_oss.modeling_gpt_oss": "GptOssDecoderLayer",
     "transformers.models.deepseek_v3.modeling_deepseek_v3": "DeepseekV3DecoderLayer",
     "transformers.models.ernie4_5_moe.modeling_ernie4_5_moe": "Ernie4_5_MoeDecoderLayer",
+    "transformers.models.granitemoe.modeling_granitemoe": "GraniteMoeDecoderLayer",
 }
 
 #: post-norm layers whose RMSNorm multiplies by ``1 + weight`` (``Gemma2RMSNorm``, ``Gemma3RMSNorm``: weight 0 is the
@@ -140,12 +148,17 @@ def branch_outputs(layer: nn.Module) -> list[tuple[str, str]]:
     if _is_gpt2(layer):
         cross = [("cross_attn", "crossattention.c_proj")] if getattr(layer, "crossattention", None) is not None else []
         return [("attn", "attn.c_proj"), *cross, ("mlp", "mlp.c_proj")]
-    attn, mlp = _BRANCH_OUTPUTS.get(type(layer).__name__, ("self_attn.o_proj", "mlp.down_proj"))
-    return [("attn", attn), ("mlp", mlp)]
+    layout = HF_DECODER_LAYOUTS.get(type(layer).__name__)
+    if layout is None:
+        return [("attn", "self_attn.o_proj"), ("mlp", "mlp.down_proj")]
+    return [("attn", layout.attention_output), ("mlp", layout.mlp_output)]
 
 
 def queue_hf_decoder_layer(path: str, layer: nn.Module, actions: list[Callable[[float], None]]) -> bool:
     """Queue, for :func:`~layerscale.surgery.add_layerscale`, a scale on each unscaled branch output of ``layer``."""
+    reason = unsupported_reason(layer)
+    if reason is not None:
+        raise ValueError(f"cannot add LayerScale to {path}: {reason}")
     conv_types = loaded_classes("transformers.pytorch_utils", "Conv1D")
     for _, name in branch_outputs(layer):
         parent_name, _, attr = name.rpartition(".")

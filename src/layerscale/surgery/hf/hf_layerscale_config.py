@@ -66,6 +66,8 @@ MARKED_FAMILIES = {
     "cohere2": (_CAUSAL_LM_MODULE, "Cohere2Config", (("AutoModelForCausalLM", "Cohere2ForCausalLM"),)),
     "gpt_neox": (_CAUSAL_LM_MODULE, "GPTNeoXConfig", (("AutoModelForCausalLM", "GPTNeoXForCausalLM"),)),
     "stablelm": (_CAUSAL_LM_MODULE, "StableLmConfig", (("AutoModelForCausalLM", "StableLmForCausalLM"),)),
+    "opt": (_CAUSAL_LM_MODULE, "OPTConfig", (("AutoModelForCausalLM", "OPTForCausalLM"),)),
+    "bloom": (_CAUSAL_LM_MODULE, "BloomConfig", (("AutoModelForCausalLM", "BloomForCausalLM"),)),
     "vit": (_VISION_MODULE, "ViTConfig", (("AutoModel", "ViTModel"),
                                           ("AutoModelForImageClassification", "ViTForImageClassification"))),
     "deit": (_VISION_MODULE, "DeiTConfig", (("AutoModel", "DeiTModel"),)),

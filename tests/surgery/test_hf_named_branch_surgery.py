@@ -1,9 +1,11 @@
-"""Depth surgery on the decoders whose attention and MLP read the same input — GPT-J, Phi, Cohere (2), GPT-NeoX
-(Pythia), StableLM. ``layerscale prune``: the written folder computes the source with that layer skipped (a forward
+"""Depth surgery on the decoders whose branches are named otherwise than Llama's: those whose attention and MLP read
+the same input — GPT-J, Phi, Cohere (2), GPT-NeoX (Pythia), StableLM — and OPT and BLOOM. ``layerscale prune``: the written folder computes the source with that layer skipped (a forward
 hook that returns the layer's input, written independently of the block editor), Cohere 2's sliding-window
 ``layer_types`` following their layers, the KV cache right. ``add_layerscale``: γ on each branch's last linear,
 exact at 1, the identity at 0. ``grow`` (γ = 0: the source's function, read back through the marked type) and
-``fold`` (a plain folder with the scaled model's function)."""
+``fold`` (a plain folder with the scaled model's function). A configuration that is not a residual stack (OPT-350m's
+Post-LN, BLOOM computing its outputs from weight slices) takes no γ: refused in one line, nothing written; its layers
+can still be pruned."""
 
 from __future__ import annotations
 
@@ -31,17 +33,24 @@ FAMILIES = {
                 dict(sliding_window=4, layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(use_parallel_residual=True)),
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", dict(use_parallel_residual=True, num_key_value_heads=4)),
+    "opt": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32)),
+    "bloom": ("BloomConfig", "BloomForCausalLM", dict(n_layer=3, n_head=4)),
+}
+NOT_A_RESIDUAL_STACK = {
+    "opt_post_ln": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32, do_layer_norm_before=False)),
+    "bloom_sliced": ("BloomConfig", "BloomForCausalLM", dict(n_layer=3, n_head=4, pretraining_tp=2,
+                                                             slow_but_exact=True)),
 }
 TOKENS = torch.randint(2, 60, (2, 12), generator=torch.Generator().manual_seed(1))
 
 
 def _build(family):
-    config_name, model_name, extra = FAMILIES[family]
+    config_name, model_name, extra = {**FAMILIES, **NOT_A_RESIDUAL_STACK}[family]
     torch.manual_seed(0)
     return getattr(transformers, model_name)(getattr(transformers, config_name)(**TEXT, **extra)).eval()
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [*FAMILIES, *NOT_A_RESIDUAL_STACK])
 def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family):
     pruned = assert_pruned_skips_layer(_build(family), tmp_path, main, TOKENS)
     if family == "cohere2":
@@ -49,7 +58,8 @@ def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family)
 
 
 OUTPUTS = {"gptj": ("attn.out_proj", "mlp.fc_out"), "phi": ("self_attn.dense", "mlp.fc2"),
-           "gpt_neox": ("attention.dense", "mlp.dense_4h_to_h")}  # the others: Llama's o_proj / down_proj
+           "gpt_neox": ("attention.dense", "mlp.dense_4h_to_h"), "opt": ("self_attn.out_proj", "fc2"),
+           "bloom": ("self_attention.dense", "mlp.dense_4h_to_h")}  # the others: Llama's o_proj / down_proj
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -74,7 +84,7 @@ def test_add_layerscale_scales_each_branchs_last_linear_and_is_exact_at_one(fami
     assert torch.equal(logits_skipping(model, TOKENS), logits_skipping(_build(family), TOKENS, skip=1))
 
 
-@pytest.mark.parametrize("family", ["gpt_neox", "phi", "gptj"])
+@pytest.mark.parametrize("family", ["gpt_neox", "phi", "gptj", "opt", "bloom"])
 def test_grow_fold_and_the_marked_type_from_the_command_line(tmp_path, family):
     source = _build(family)
     source.save_pretrained(tmp_path / "source")
@@ -94,3 +104,21 @@ def test_grow_fold_and_the_marked_type_from_the_command_line(tmp_path, family):
     assert type(folded) is type(source) and not info["missing_keys"] and not info["unexpected_keys"]
     torch.testing.assert_close(logits_skipping(folded.eval(), TOKENS), logits_skipping(grown, TOKENS), rtol=1e-5,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("family, reason", [("opt_post_ln", "do_layer_norm_before=False"),
+                                            ("bloom_sliced", "slow_but_exact=True")])
+def test_a_layer_that_is_not_a_residual_stack_takes_no_gamma(tmp_path, capsys, family, reason):
+    model = _build(family)
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    with pytest.raises(ValueError, match=reason) as caught:
+        add_layerscale(model, 1.0)
+    assert "\n" not in str(caught.value)
+    assert model.state_dict().keys() == before.keys() and type(model.config) is type(_build(family).config)
+    model.save_pretrained(tmp_path / "source")
+    capsys.readouterr()
+    out = tmp_path / "grown"
+    assert main(["grow", str(tmp_path / "source"), "--insert", "1", "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and reason in error
+    assert not out.exists()

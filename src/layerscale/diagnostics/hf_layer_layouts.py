@@ -1,0 +1,93 @@
+"""Where the two residual branches of a Hugging Face decoder layer are, for the layer classes whose names differ from
+Llama's: the one statement that discovery (:mod:`layerscale.diagnostics.discovery`, which observes the branches)
+and surgery (:mod:`layerscale.surgery.hf.hf_decoder_layers`, which puts γ in their last linears) both read.
+
+Each layer computes ``x ← x + s_attn`` then ``x ← x + s_mlp`` (or, with parallel branches, ``x ← x + s_attn +
+s_mlp`` with both read from the same ``x``); a :class:`DecoderLayout` names, inside the layer, the module whose output
+is each ``s``, the last linear of each branch, and the module whose input is the stream entering the MLP branch.
+Read from ``modeling_gptj.py``, ``modeling_phi.py``, ``modeling_cohere.py``, ``modeling_cohere2.py``,
+``modeling_gpt_neox.py``, ``modeling_stablelm.py``, ``modeling_opt.py`` and ``modeling_bloom.py`` of transformers
+5.24:
+
+* parallel branches (GPT-J, Phi, Cohere / Cohere 2, GPT-NeoX / Pythia, StableLM): both branches read the layer's
+  input. GPT-NeoX and StableLM are parallel only with ``use_parallel_residual`` (Pythia: yes); otherwise their MLP
+  branch reads ``x + s_attn`` at ``post_attention_layernorm``;
+* OPT (``OPTDecoderLayer``, Pre-LN with ``do_layer_norm_before``): its MLP is two linears of the layer itself,
+  ``fc2(act(fc1(final_layer_norm(x))))``, on the tokens flattened to ``(batch · tokens, width)``;
+* BLOOM (``BloomBlock``): its attention and MLP modules add the residual themselves (``dropout_add``), so ``s`` is the
+  output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``.
+
+Not every configuration of these classes is a residual stack ``x ← x + s``: :func:`unsupported_reason` says which is
+not, and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+__all__ = ["DecoderLayout", "HF_DECODER_LAYOUTS", "mlp_stream_path", "unsupported_reason"]
+
+
+@dataclass(frozen=True)
+class DecoderLayout:
+    """Paths inside one decoder layer: ``attention`` / ``mlp``, the modules whose outputs are the branch outputs
+    ``s``; ``attention_output`` / ``mlp_output``, each branch's last linear (the place of γ); ``mlp_stream``, the
+    module whose first input is the stream entering the MLP branch (``None``: the layer's own input, when the
+    branches run in parallel)."""
+
+    attention: str
+    attention_output: str
+    mlp: str
+    mlp_output: str
+    mlp_stream: str | None
+
+
+_PARALLEL_LLAMA_NAMES = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", None)
+
+#: decoder layer class name → its layout (module docstring); a class not listed has Llama's or GPT-2's names
+HF_DECODER_LAYOUTS = {
+    "GPTJBlock": DecoderLayout("attn", "attn.out_proj", "mlp", "mlp.fc_out", None),
+    "PhiDecoderLayer": DecoderLayout("self_attn", "self_attn.dense", "mlp", "mlp.fc2", None),
+    "CohereDecoderLayer": _PARALLEL_LLAMA_NAMES,
+    "Cohere2DecoderLayer": _PARALLEL_LLAMA_NAMES,
+    "GPTNeoXLayer": DecoderLayout("attention", "attention.dense", "mlp", "mlp.dense_4h_to_h", None),
+    "StableLmDecoderLayer": _PARALLEL_LLAMA_NAMES,
+    "OPTDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
+    "BloomBlock": DecoderLayout("self_attention.dense", "self_attention.dense", "mlp.dense_4h_to_h",
+                                "mlp.dense_4h_to_h", "post_attention_layernorm"),
+}
+
+
+def mlp_stream_path(layer: nn.Module, layout: DecoderLayout) -> str | None:
+    """The path of the module whose input is the stream entering ``layer``'s MLP branch (``None``: the layer's
+    input): the layout's, except in a GPT-NeoX or StableLM layer built without ``use_parallel_residual``, whose MLP
+    branch reads ``x + s_attn`` at ``post_attention_layernorm``."""
+    if layout.mlp_stream is None and getattr(layer, "use_parallel_residual", True) is False:
+        return "post_attention_layernorm"
+    return layout.mlp_stream
+
+
+def unsupported_reason(layer: nn.Module) -> str | None:
+    """Why ``layer`` (of a class in :data:`HF_DECODER_LAYOUTS`) is not a residual layer whose branch outputs and γ
+    can be read and placed as its layout says, or ``None`` when it is:
+
+    * OPT with ``do_layer_norm_before=False`` (OPT-350m) is Post-LN: each sum is normalised, ``x ← n(x + s)``, so
+      the stream is not ``x + s`` and a branch at γ = 0 is not the identity;
+    * BLOOM with ``apply_residual_connection_post_layernorm`` adds each branch to the normalised stream instead;
+    * BLOOM with ``pretraining_tp > 1`` and ``slow_but_exact`` multiplies by slices of the last linears' weights
+      without calling those modules: neither a hook nor a γ there would see the branch."""
+    name = type(layer).__name__
+    if name == "OPTDecoderLayer" and getattr(layer, "do_layer_norm_before", True) is False:
+        return ("OPTDecoderLayer with do_layer_norm_before=False is Post-LN (x <- LayerNorm(x + F(x))), not a "
+                "residual stream x <- x + F(x)")
+    if name == "BloomBlock":
+        if getattr(layer, "apply_residual_connection_post_layernorm", False):
+            return ("BloomBlock with apply_residual_connection_post_layernorm=True adds each branch to the "
+                    "normalised stream, not a residual stream x <- x + F(x)")
+        attention = getattr(layer, "self_attention", None)
+        if getattr(attention, "pretraining_tp", 1) > 1 and getattr(attention, "slow_but_exact", False):
+            return ("BloomBlock with pretraining_tp > 1 and slow_but_exact=True computes its branch outputs from "
+                    "slices of the weights without calling its output layers (set slow_but_exact=False)")
+    return None
