@@ -58,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--fold applies to Hugging Face and timm models; {args.source} is a {source.library} "
                          f"model, whose written folder already loads with its scales")
     model = grow(source.model, args.insert, args.where, args.init, gamma, inplace=True, seed=args.seed)
+    if args.fold and not any(block_family(model).branch_scales(block) for block in model_blocks(model)):
+        raise ValueError(f"--fold: the grown {type(model).__name__} holds no LayerScale γ to fold (a post-norm "
+                         f"decoder's new blocks are scaled by their post-norms' gain), so its folder is plain "
+                         f"already; drop --fold")
     surgery = {"operation": "grow", "source": str(args.source), "insert": args.insert, "where": args.where,
                "init": args.init, "gamma": gamma}
     lines = finish_write(model, source, dest, surgery, fold=args.fold)
@@ -69,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def model_blocks(model):
-    from ..block_list import block_family
-
     return block_family(model).blocks(model)
+
+
+def block_family(model):
+    from ..block_list import block_family as family
+
+    return family(model)
