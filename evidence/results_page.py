@@ -42,6 +42,9 @@ Blocks (``<study>`` is ``fashion``, ``lm`` or ``depthbench``):
   :func:`evidence.grow_report.grow_sections`);
 - ``llama-prune``: pruning a real-vocabulary Llama by each criterion, unhealed and healed (docs/results/llama-prune,
   :func:`evidence.llama_prune_report.llama_prune_sections`);
+- ``attnres-beside-hc`` and ``attnres-<block>`` (``comparisons``, ``rates``, ``depth-use``, ``stability``,
+  ``compute``, ...): the exploratory AttnRes sweep (docs/results/depthbench-attnres,
+  :mod:`evidence.attnres_section`), its methods beside the redo's Hyper-Connections;
 - ``confirm``: the confirmatory study on fresh seeds, each redo primary verdict beside its confirmation, and its
   stability family (docs/results/confirm, :func:`evidence.confirm_sections.confirm_sections`; one line saying it
   has not been reported before all its runs have ended, and no glance line).
@@ -59,18 +62,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerscale.atomic_io import write_text_atomic
-from . import confirm_sections, depth_use_report, grow_report, heldout_report, llama_prune_report
+from . import attnres_section, confirm_sections, depth_use_report, grow_report, heldout_report, llama_prune_report
 from layerscale.study.report.formatting import format_interval, format_p
 from layerscale.study.report.results import Metric
 from layerscale.study.report.results_table import ResultRow, read_results
 
-__all__ = ["STUDIES", "FOLDERS", "ORIGINALS", "Study", "load_study", "render_block", "render_page", "main"]
+__all__ = ["STUDIES", "FOLDERS", "ORIGINALS", "SWEEP", "Study", "comparison_cell", "load_study", "render_block",
+           "render_page", "main"]
 
 #: the committed studies, in page order, with the names the page gives them
 STUDIES = {"fashion": "Fashion-MNIST depth study", "lm": "Byte-level language model",
            "depthbench": "DepthBench-style shape sweep (fixed parameter budget)"}
 #: each study's folder under docs/results (a redo's folder once it is complete and replaces the study on the page)
 FOLDERS = {"fashion": "fashion-grid", "lm": "lm-grid", "depthbench": "depthbench-grid"}
+#: the exploratory AttnRes sweep beside the DepthBench redo (issue 58): its blocks are ``attnres-<block>``, read
+#: only where the page has one (:func:`_sweep_block`), so the page can be generated while its runs are pending
+SWEEP = "attnres"
 #: the folder of the version a redo replaced: the ``<study>-redo`` block compares the two
 ORIGINALS = {"fashion": "fashion", "lm": "lm", "depthbench": "depthbench"}
 #: the evidence folders under docs/results with a block of their own: block name -> (folder, sections, glance)
@@ -226,10 +233,7 @@ def _comparisons(study: Study) -> list[str]:
 
         def cell(method, depth, table=table):
             row = study.cell(table, method, depth)
-            if row is None or row.interval("diff") is None:
-                return "—"
-            mark = "*" if row.family == "primary" else " =" if row["same_runs_as"] else ""
-            return f"{study.interval(row)} {row.verdict}{mark} (p {format_p(row.p())})"
+            return "—" if row is None or row.interval("diff") is None else comparison_cell(study, row)
 
         twins = any(r["same_runs_as"] for r in study.table(table))
         lines += [f"Difference against {study.reference} in {study.unit}, {title} (paired by seed; verdict by the "
@@ -237,6 +241,13 @@ def _comparisons(study: Study) -> list[str]:
                   + ("; = the same runs as the tuned table's row, with its verdict, counted once" if twins else "")
                   + "):", "", *_wide(study, "method", methods, cell), ""]
     return lines[:-1]
+
+
+def comparison_cell(study: Study, row: ResultRow) -> str:
+    """One comparison as the page's tables print it: interval, verdict (``*``: primary, Holm; `` =``: the same runs
+    as the tuned table's row) and the adjusted p."""
+    mark = "*" if row.family == "primary" else " =" if row["same_runs_as"] else ""
+    return f"{study.interval(row)} {row.verdict}{mark} (p {format_p(row.p())})"
 
 
 def _shared_lr(study: Study) -> float | None:
@@ -462,6 +473,18 @@ _PER_STUDY = {"primary": _primary, "comparisons": _comparisons, "rates": _rates,
               "compute": _compute, "heldout": _heldout, "stability": _stability}
 
 
+def _sweep_block(block: str, studies: dict[str, Study], results_dir: str | os.PathLike) -> list[str]:
+    """A block of the AttnRes sweep (:data:`SWEEP`): ``beside-hc`` (:func:`evidence.attnres_section.beside_hc`) or
+    one of the per-study blocks; read only when the block is on the page, and refused while runs are pending."""
+    sweep = load_study(results_dir, SWEEP, attnres_section.SWEEP_FOLDER)
+    if block == "beside-hc":
+        return attnres_section.beside_hc(sweep, studies["depthbench"], comparison_cell)
+    if block not in _PER_STUDY:
+        raise ValueError(f"docs/RESULTS.md: unknown generated block {SWEEP}-{block!r}; expected beside-hc or one of "
+                         f"{', '.join(_PER_STUDY)}")
+    return _PER_STUDY[block](sweep)
+
+
 def render_block(name: str, studies: dict[str, Study], results_dir: str | os.PathLike = "docs/results") -> str:
     """The Markdown of the generated block ``name`` (see the module docstring) from the tables in ``results_dir``;
     ``ValueError`` for an unknown one."""
@@ -473,6 +496,8 @@ def render_block(name: str, studies: dict[str, Study], results_dir: str | os.Pat
         lines = _redo(studies[name[:-len("-redo")]], results_dir)
     elif name == "depthbench-depth-gain":
         lines = _depth_gain(studies["depthbench"])
+    elif name.startswith(SWEEP + "-"):
+        lines = _sweep_block(name[len(SWEEP) + 1:], studies, results_dir)
     elif name in EVIDENCE:
         folder, sections, _ = EVIDENCE[name]
         lines = sections(Path(results_dir) / folder, level="###")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from layerscale.study.run.csv_rows import read_rows
+from evidence.attnres_section import SWEEP_FOLDER
 from evidence.results_page import FOLDERS, ORIGINALS, STUDIES, load_study, render_page
 from layerscale.study.report.results_table import read_results, row_interval
 
@@ -47,9 +48,9 @@ class _StabilityRow:
 
 
 def _rows():
-    """Every row the page may quote: each study's shown folder, the version a redo replaced, held-out checks and the
-    shown folders' stability tables."""
-    folders = dict.fromkeys([*FOLDERS.values(), *ORIGINALS.values()])
+    """Every row the page may quote: each study's shown folder, the version a redo replaced, the AttnRes sweep,
+    held-out checks and the shown folders' stability tables."""
+    folders = dict.fromkeys([*FOLDERS.values(), *ORIGINALS.values(), SWEEP_FOLDER])
     rows = [row for folder in folders for row in read_results(RESULTS / folder / "results.csv")]
     for folder in folders:
         heldout = RESULTS / folder / "heldout" / "results.csv"
