@@ -24,6 +24,9 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
   Granite's ``residual_multiplier``; the mixture-of-experts ones read the same way (Granite MoE: its
   ``block_sparse_moe``).
 
+The last three match layers by attribute names; a layer whose class their reading was not checked against is still
+found, flagged ``checked=False`` (:data:`~layerscale.diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS`).
+
 The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
 update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
 the method has no input norm; the block's input when the branches run in parallel).
@@ -39,9 +42,10 @@ import torch
 from torch import nn
 
 from ..layers.block import _ResidualBranches
-from .hf_layer_layouts import HF_DECODER_LAYOUTS, mlp_stream_path, unsupported_reason
+from .hf_layer_layouts import (CHECKED_GENERIC_LAYERS, HF_DECODER_LAYOUTS, mlp_stream_path,
+                               unsupported_reason)
 
-__all__ = ["BranchProbe", "BlockProbe", "find_blocks", "BRANCHES"]
+__all__ = ["BranchProbe", "BlockProbe", "find_blocks", "unchecked_message", "BRANCHES"]
 
 BRANCHES = ("attn", "mlp")
 
@@ -66,12 +70,18 @@ class BranchProbe:
 
 @dataclass
 class BlockProbe:
-    """One residual block: its qualified name, module, where its stream argument is, and its two branches."""
+    """One residual block: its qualified name, module, where its stream argument is, and its two branches.
+
+    ``checked``: whether the branches are read by a layout checked against this block's class (always, but for a
+    Hugging Face layer that a generic layout matches by attribute names and whose class is not in
+    :data:`~layerscale.diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS`): the block itself is found either way;
+    the per-branch diagnostics need ``checked``."""
 
     name: str
     module: nn.Module
     stream_arg: int | str
     branches: tuple[BranchProbe, ...] = field(default_factory=tuple)
+    checked: bool = True
 
 
 def _scale_kind(gamma: torch.Tensor) -> str:
@@ -174,7 +184,21 @@ def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     stream_module = pre if isinstance(pre, nn.Module) else block.mlp
     return BlockProbe(name, block, 0, (BranchProbe("attn", block.post_attention_layernorm, None, None, None, None),
                                        BranchProbe("mlp", block.post_feedforward_layernorm, None, stream_module, None,
-                                                   None)))
+                                                   None)), _checked(block))
+
+
+def unchecked_message(probe: BlockProbe) -> str:
+    """The one line the per-branch diagnostics refuse an unchecked block with (``probe.checked`` false)."""
+    return (f"{probe.name}: the branches of a {type(probe.module).__name__} are read by attribute names, a reading "
+            f"never checked against that class (another layer with these names does not add its branches up to its "
+            f"output: sandwich norms, scaled or Post-LN residuals), so per-branch diagnostics could be wrong and are "
+            f"not given; the depth analysis, which reads only each block's input and output, still reads it")
+
+
+def _checked(block: nn.Module) -> bool:
+    """Whether a generic layout's reading of ``block`` was checked against its class
+    (:data:`~layerscale.diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS`)."""
+    return type(block).__name__ in CHECKED_GENERIC_LAYERS
 
 
 def _hf_listed_decoder(name: str, block: nn.Module) -> BlockProbe | None:
@@ -220,7 +244,7 @@ def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
         if all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, norm2)):
             second_norm = getattr(block, norm2)
             return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, getattr(block, attn), None),
-                                               _hf_decoder_branch("mlp", block, mlp, second_norm)))
+                                               _hf_decoder_branch("mlp", block, mlp, second_norm)), _checked(block))
     return None
 
 

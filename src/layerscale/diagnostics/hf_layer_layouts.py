@@ -27,7 +27,43 @@ from dataclasses import dataclass
 
 from torch import nn
 
-__all__ = ["DecoderLayout", "HF_DECODER_LAYOUTS", "mlp_stream_path", "unsupported_reason"]
+__all__ = ["CHECKED_GENERIC_LAYERS", "DecoderLayout", "HF_DECODER_LAYOUTS", "mlp_stream_path", "unsupported_reason"]
+
+#: The Hugging Face layer classes that discovery's generic layouts (GPT-2's, Llama's and ViT's names; the post-norm
+#: names of Gemma 2) read and whose reading was checked: at each class's config defaults (and the options its tests
+#: name), every block's branch outputs add up to what the block does, ``y = x + s_attn + s_mlp``, and the stream
+#: found entering the MLP branch is ``x + s_attn`` (``tests/diagnostics/test_hf_checked_layers.py``, transformers
+#: 5.24, one model type per class at least). Those layouts match layers by attribute names alone, and an audit of
+#: every causal LM of transformers 5.24 (2026-12-07) found twelve that they match but misread — sandwich norms under
+#: other names (GLM-4, AFMoE), a depth scale on each branch (MiniCPM3), post-norms on by default (HyperCLOVA X),
+#: Post-LN (OpenAI GPT), hyper-connections (DeepSeek-V4), ... — so a layer of a class not listed here is still found
+#: (the block-level tools read only its input and output) but flagged unchecked (``BlockProbe.checked``), and the
+#: per-branch diagnostics refuse it.
+CHECKED_GENERIC_LAYERS = frozenset({
+    # GPT-2 names (``ln_2``, ``attn``, ``mlp``)
+    "GPT2Block", "GPTBigCodeBlock", "GPTNeoBlock",
+    # Llama names (``post_attention_layernorm``, ``self_attn``, ``mlp``), dense
+    "LlamaDecoderLayer", "MistralDecoderLayer", "MinistralDecoderLayer", "Ministral3DecoderLayer",
+    "Qwen2DecoderLayer", "Qwen3DecoderLayer", "Phi3DecoderLayer", "Phi4MultimodalDecoderLayer", "GemmaDecoderLayer",
+    "OlmoDecoderLayer", "GraniteDecoderLayer", "GraniteSWADecoderLayer", "SmolLM3DecoderLayer", "ArceeDecoderLayer",
+    "AriaTextDecoderLayer", "BitNetDecoderLayer", "CwmDecoderLayer", "DiffLlamaDecoderLayer", "DogeDecoderLayer",
+    "Emu3DecoderLayer", "Ernie4_5DecoderLayer", "FlintDecoderLayer", "GlmDecoderLayer", "HeliumDecoderLayer",
+    "HunYuanDenseV1DecoderLayer", "Jais2DecoderLayer", "MellumDecoderLayer", "NanoChatDecoderLayer",
+    "NemotronDecoderLayer", "PersimmonDecoderLayer", "SeedOssDecoderLayer", "Starcoder2DecoderLayer",
+    "YoutuDecoderLayer", "ZayaDecoderLayer", "KimiLinearDecoderLayer", "LagunaDecoderLayer", "SolarOpenDecoderLayer",
+    "AXK1DecoderLayer", "AXK2DecoderLayer", "BailingHybridDecoderLayer", "HYV3DecoderLayer", "MoshiDecoderLayer",
+    # Llama names, mixture of experts (``mlp`` or Granite MoE's ``block_sparse_moe``)
+    "MixtralDecoderLayer", "Qwen2MoeDecoderLayer", "Qwen3MoeDecoderLayer", "OlmoeDecoderLayer", "PhimoeDecoderLayer",
+    "GptOssDecoderLayer", "DeepseekV2DecoderLayer", "DeepseekV3DecoderLayer", "DeepseekV32DecoderLayer",
+    "Ernie4_5_MoeDecoderLayer", "ExaoneMoeDecoderLayer", "Glm4MoeDecoderLayer", "Glm4MoeLiteDecoderLayer",
+    "GlmMoeDsaDecoderLayer", "GraniteMoeDecoderLayer", "GraniteMoeSWADecoderLayer", "GraniteMoeSharedDecoderLayer",
+    "HunYuanMoEV1DecoderLayer", "MiMoV2FlashDecoderLayer", "MiniMaxM2DecoderLayer", "MiniMaxM3VLDecoderLayer",
+    # post-norm names (``post_attention_layernorm`` and ``post_feedforward_layernorm`` on each branch's output)
+    "Gemma2DecoderLayer", "Gemma3DecoderLayer", "Olmo2DecoderLayer", "Olmo3DecoderLayer", "Exaone4DecoderLayer",
+    "FlexOlmoDecoderLayer",
+    # ViT names (``layernorm_after``, ``attention``, ``mlp``)
+    "ViTLayer", "DeiTLayer",
+})
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from .alerts import AlertThresholds, AlertTracker
-from .discovery import BlockProbe, find_blocks
+from .discovery import BlockProbe, find_blocks, unchecked_message
 from .statistics import global_norm, relative_update, scale_statistics, snapshot, sum_of_squares
 
 __all__ = ["LayerScaleMonitor", "RECORD_SPLIT"]
@@ -121,6 +121,9 @@ class LayerScaleMonitor:
         self.warn = warn
         self.training_only = training_only
         self.probes = find_blocks(model)
+        unchecked = next((probe for probe in self.probes if not probe.checked), None)
+        if unchecked is not None:
+            raise ValueError(unchecked_message(unchecked))
         new = {id(block) for block in new_blocks}
         self._new = [id(probe.module) in new for probe in self.probes]
         if len(new) > sum(self._new):

@@ -231,10 +231,15 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
                        f"{len(evaluation.dataset) if evaluation else 0:,} eval samples")
         if monitor is not None:
             try:
-                find_blocks(model)
+                unchecked = [probe for probe in find_blocks(model) if not probe.checked]
             except ValueError:  # the per-block diagnostics need residual blocks of a known layout
                 monitor = None
                 description += "; diagnostics off (no transformer blocks of a known layout)"
+            else:
+                if unchecked:  # blocks found by attribute names only: their branch reading is not known to hold
+                    monitor = None
+                    description += (f"; diagnostics off ({type(unchecked[0].module).__name__}'s branch reading is "
+                                    "not checked)")
         data = TrainData(kind, train.dataset, evaluation.dataset if evaluation else None, {}, description,
                          loss_fn=loss_fn, collate_fn=train.collate_fn)
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,

@@ -145,7 +145,7 @@ class BlockStack:
                     lambda m, a, k, i=index: record_input(i, a, k), with_kwargs=True))
                 handles.append(probe.module.register_forward_hook(
                     lambda m, a, out, i=index: record(outputs_seen, i, out)))
-                if not module_points:
+                if not module_points or not probe.checked:  # an unchecked block's branch points stay None
                     continue
                 attn, mlp = probe.branches[0], probe.branches[1]
                 handles.append(attn.output_module.register_forward_hook(
