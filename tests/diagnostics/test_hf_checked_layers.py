@@ -1,10 +1,12 @@
 """Every layer class whose reading by discovery's generic layouts is marked checked
 (``diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS``) is checked here: built tiny from its model type at the
-config's defaults, each discovered block adds its branch outputs up to what it does (``y = x + s₁ + s₂``) and the
-stream found entering its MLP branch is ``x + s₁``, in float64. Layers those layouts match by their names but misread
-— GLM-4's sandwich norms under other names, OpenAI GPT's Post-LN with GPT-2's names, MiniCPM3's depth-scaled
-branches — are found unchecked: the check fails on them, and the per-branch monitor refuses them in one line while the
-blocks themselves are still found for the depth analysis."""
+config's defaults, each discovered block adds its branch outputs up to what it does (``y = x + s₁ + s₂``) and the stream
+found entering its MLP branch is ``x + s₁``, in float64; so does each layer read through the table of named layouts by
+discovery only (CodeGen, BioGPT, Apertus, Llama 4, and GLM-4's, Kolibri's and AFMoE's sandwich norms, which the
+name-matched reading misread). Layers the generic layouts match by their names but misread — OpenAI GPT's Post-LN with
+GPT-2's names, MiniCPM3's depth-scaled branches, HyperCLOVA X's post-norms — are found unchecked: the check fails on
+them, and the per-branch monitor refuses them in one line while the blocks themselves are still found for the depth
+analysis."""
 
 from __future__ import annotations
 
@@ -30,7 +32,10 @@ CHECKED_TYPES = (
     "nanochat", "nemotron", "olmo", "olmo2", "olmo3", "olmoe", "persimmon", "phi3", "phi4_multimodal", "phimoe", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "seed_oss", "smollm3", "solar_open", "starcoder2", "youtu", "zaya")
 #: misread by the generic layouts (audit of 2026-12-07): the check must fail on them, so they stay unchecked
-MISREAD_TYPES = ("glm4", "openai-gpt", "minicpm3")
+MISREAD_TYPES = ("openai-gpt", "minicpm3", "hyperclovax")
+#: read through the table of named layouts (hf_layer_layouts.HF_DECODER_LAYOUTS) by discovery only; the table's
+#: other layers (parallel branches, OPT, BLOOM) are checked in test_hf_decoder_discovery.py with their options
+LISTED_TYPES = ("codegen", "biogpt", "apertus", "llama4_text", "glm4", "kolibri1", "afmoe")
 TOKENS = torch.randint(3, 60, (2, 10), generator=torch.Generator().manual_seed(1))
 TOLERANCE = 1e-10
 
@@ -39,7 +44,7 @@ def _layer_classes(probes) -> set[str]:
     return {type(probe.module).__name__ for probe in probes}
 
 
-@pytest.mark.parametrize("model_type", CHECKED_TYPES)
+@pytest.mark.parametrize("model_type", CHECKED_TYPES + LISTED_TYPES)
 def test_a_checked_layer_adds_its_branches_up_to_its_output(model_type):
     _, model = tiny_causal_lm(model_type)
     probes = find_blocks(model)
@@ -80,7 +85,7 @@ def test_a_layer_the_generic_layouts_misread_is_found_unchecked_and_the_monitor_
     assert "never checked" in message and "depth analysis" in message
 
 
-@pytest.mark.parametrize("model_type, checked", [("llama", True), ("glm4", False)])
+@pytest.mark.parametrize("model_type, checked", [("llama", True), ("minicpm3", False)])
 def test_training_a_users_model_turns_the_diagnostics_off_for_an_unchecked_layer(tmp_path, capsys, model_type,
                                                                                  checked):
     from layerscale.train.records.metrics_log import read_metrics
@@ -98,4 +103,4 @@ def test_training_a_users_model_turns_the_diagnostics_off_for_an_unchecked_layer
     printed = capsys.readouterr().out
     records = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["split"] == "diagnostics"]
     assert bool(records) is checked
-    assert ("Glm4DecoderLayer's branch reading is not checked" in printed) is not checked
+    assert ("MiniCPM3DecoderLayer's branch reading is not checked" in printed) is not checked

@@ -268,7 +268,7 @@ def _hf_decoder_branch(name: str, block: nn.Module, branch: nn.Module,
     return BranchProbe(name, branch, gain, stream_module, gamma, None if gamma is None else _scale_kind(gamma))
 
 
-_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_post_norm_decoder, _hf_listed_decoder,
+_LAYOUTS = (_ours, _hf_layer_scale, _timm_ls_modules, _gamma_params, _hf_listed_decoder, _hf_post_norm_decoder,
             _hf_decoder)
 
 

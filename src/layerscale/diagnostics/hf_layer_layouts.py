@@ -5,9 +5,7 @@ and surgery (:mod:`layerscale.surgery.hf.hf_decoder_layers`, which puts γ in th
 Each layer computes ``x ← x + s_attn`` then ``x ← x + s_mlp`` (or, with parallel branches, ``x ← x + s_attn +
 s_mlp`` with both read from the same ``x``); a :class:`DecoderLayout` names, inside the layer, the module whose output
 is each ``s``, the last linear of each branch, and the module whose input is the stream entering the MLP branch.
-Read from ``modeling_gptj.py``, ``modeling_phi.py``, ``modeling_cohere.py``, ``modeling_cohere2.py``,
-``modeling_gpt_neox.py``, ``modeling_stablelm.py``, ``modeling_opt.py`` and ``modeling_bloom.py`` of transformers
-5.24:
+Read from each layer's ``modeling_*.py`` of transformers 5.24:
 
 * parallel branches (GPT-J, Phi, Cohere / Cohere 2, GPT-NeoX / Pythia, StableLM): both branches read the layer's
   input. GPT-NeoX and StableLM are parallel only with ``use_parallel_residual`` (Pythia: yes); otherwise their MLP
@@ -15,7 +13,12 @@ Read from ``modeling_gptj.py``, ``modeling_phi.py``, ``modeling_cohere.py``, ``m
 * OPT (``OPTDecoderLayer``, Pre-LN with ``do_layer_norm_before``): its MLP is two linears of the layer itself,
   ``fc2(act(fc1(final_layer_norm(x))))``, on the tokens flattened to ``(batch · tokens, width)``;
 * BLOOM (``BloomBlock``): its attention and MLP modules add the residual themselves (``dropout_add``), so ``s`` is the
-  output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``.
+  output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``;
+* read by discovery only: CodeGen (parallel, as GPT-J), BioGPT (as OPT, without the flattening), Apertus
+  (``feedforward_layernorm`` before the MLP), Llama 4 (``feed_forward``, dense or experts), and the sandwich-norm
+  layers of GLM-4 / Kolibri (``post_self_attn_layernorm``, ``post_mlp_layernorm``; ``post_attention_layernorm`` is
+  the norm *before* the MLP there) and AFMoE (``post_attention_layernorm``, ``pre_mlp_layernorm``,
+  ``post_mlp_layernorm``), where a name-matched reading took the raw attention output for ``s``.
 
 Not every configuration of these classes is a residual stack ``x ← x + s``: :func:`unsupported_reason` says which is
 not, and why.
@@ -69,18 +72,19 @@ CHECKED_GENERIC_LAYERS = frozenset({
 @dataclass(frozen=True)
 class DecoderLayout:
     """Paths inside one decoder layer: ``attention`` / ``mlp``, the modules whose outputs are the branch outputs
-    ``s``; ``attention_output`` / ``mlp_output``, each branch's last linear (the place of γ); ``mlp_stream``, the
-    module whose first input is the stream entering the MLP branch (``None``: the layer's own input, when the
-    branches run in parallel)."""
+    ``s``; ``attention_output`` / ``mlp_output``, each branch's last linear (the place of γ; ``None`` where no one
+    linear is: a norm after it, a mixture of experts); ``mlp_stream``, the module whose first input is the stream
+    entering the MLP branch (``None``: the layer's own input, when the branches run in parallel)."""
 
     attention: str
-    attention_output: str
+    attention_output: str | None
     mlp: str
-    mlp_output: str
+    mlp_output: str | None
     mlp_stream: str | None
 
 
 _PARALLEL_LLAMA_NAMES = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", None)
+_GLM4_SANDWICH = DecoderLayout("post_self_attn_layernorm", None, "post_mlp_layernorm", None, "post_attention_layernorm")
 
 #: decoder layer class name → its layout (module docstring); a class not listed has Llama's or GPT-2's names
 HF_DECODER_LAYOUTS = {
@@ -93,6 +97,18 @@ HF_DECODER_LAYOUTS = {
     "OPTDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
     "BloomBlock": DecoderLayout("self_attention.dense", "self_attention.dense", "mlp.dense_4h_to_h",
                                 "mlp.dense_4h_to_h", "post_attention_layernorm"),
+    # read by discovery, not retrofitted with γ (not in surgery's tables)
+    "CodeGenBlock": DecoderLayout("attn", "attn.out_proj", "mlp", "mlp.fc_out", None),
+    "BioGptDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
+    "ApertusDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj",
+                                         "feedforward_layernorm"),
+    "Llama4TextDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "feed_forward", None,
+                                            "post_attention_layernorm"),
+    # sandwich norms under other names than Gemma 2's: ``s`` is the output of the norm after each branch
+    "Glm4DecoderLayer": _GLM4_SANDWICH,
+    "Kolibri1DecoderLayer": _GLM4_SANDWICH,
+    "AfmoeDecoderLayer": DecoderLayout("post_attention_layernorm", None, "post_mlp_layernorm", None,
+                                       "pre_mlp_layernorm"),
 }
 
 
