@@ -14,18 +14,19 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm ViT-style blocks (``ls1``/``ls2`` modules, :class:`timm.layers.LayerScale` or ``nn.Identity``): ``s_i`` is
   the output of ``ls{i}``.
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
+* Hugging Face decoder layers named in :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS`, by
+  class: those whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia, StableLM, CodeGen; the MLP
+  branch's stream is the block's input), OPT, BLOOM, BioGPT, Apertus, Llama 4, and the sandwich-norm layers of
+  GLM-4, Kolibri and AFMoE: ``s_i`` is the output of the module the table names.
 * Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
   output of the branch's post-norm.
-* Hugging Face decoder layers whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia, StableLM):
-  ``s_i`` is the attention / MLP output, and the MLP branch's stream is the block's input; OPT and BLOOM, whose
-  branches are named otherwise (:mod:`layerscale.diagnostics.hf_layer_layouts`).
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
   added by :func:`~layerscale.add_layerscale`, its ``layer_scale`` sits in the branch's output layer), times
   Granite's ``residual_multiplier``; the mixture-of-experts ones read the same way (Granite MoE: its
   ``block_sparse_moe``).
 
-The last three match layers by attribute names; a layer whose class their reading was not checked against is still
-found, flagged ``checked=False`` (:data:`~layerscale.diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS`).
+The last two match layers by attribute names alone; a layer whose class their reading was not checked against is
+still found, flagged ``checked=False`` (:data:`~layerscale.diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS`).
 
 The stream entering branch 1 is the block's input (its ``x_cls`` argument in a class-attention block, whose
 update touches only the class token); the stream entering branch 2 is the input of ``norm2`` (or of the MLP when
@@ -203,8 +204,9 @@ def _checked(block: nn.Module) -> bool:
 
 def _hf_listed_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """The layers of :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS` (parallel branches: GPT-J,
-    Phi, Cohere, GPT-NeoX, StableLM; OPT; BLOOM): ``s_i`` is the output of the layout's attention / MLP module (with
-    γ in its output layer once ``add_layerscale`` put one there; dropouts, identities in evaluation, are not seen),
+    Phi, Cohere, GPT-NeoX, StableLM, CodeGen; OPT; BLOOM; the others the table names): ``s_i`` is the output of the
+    layout's attention / MLP module (with γ in its output layer once ``add_layerscale`` put one there, for the
+    classes it retrofits; dropouts, identities in evaluation, are not seen),
     and the MLP branch's stream is the input of the layout's stream module — the block's input (``None``) when both
     branches read it. A configuration that is not a residual stack (OPT-350m's Post-LN, ...) is refused in one line
     naming why."""
