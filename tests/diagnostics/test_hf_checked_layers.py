@@ -6,7 +6,8 @@ discovery only (CodeGen, BioGPT, Apertus, Llama 4, and GLM-4's, Kolibri's and AF
 name-matched reading misread). Layers the generic layouts match by their names but misread — OpenAI GPT's Post-LN with
 GPT-2's names, MiniCPM3's depth-scaled branches, HyperCLOVA X's post-norms — are found unchecked: the check fails on
 them, and the per-branch monitor refuses them in one line while the blocks themselves are still found for the depth
-analysis."""
+analysis. The hybrid stacks (Qwen3-Next, Qwen3.5, OLMo hybrid) are read whole: their linear-attention layers are
+blocks too."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ CHECKED_TYPES = (
     "hunyuan_v1_dense", "hunyuan_v1_moe", "hy_v3", "jais2", "kimi_linear", "laguna", "llama", "mellum",
     "mimo_v2_flash", "minimax_m2", "minimax_m3_vl_text", "ministral", "ministral3", "mistral", "mixtral", "moshi",
     "nanochat", "nemotron", "olmo", "olmo2", "olmo3", "olmoe", "persimmon", "phi3", "phi4_multimodal", "phimoe", "qwen2",
-    "qwen2_moe", "qwen3", "qwen3_moe", "seed_oss", "smollm3", "solar_open", "starcoder2", "youtu", "zaya")
+    "qwen2_moe", "qwen3", "qwen3_moe", "seed_oss", "smollm3", "solar_open", "starcoder2", "youtu", "zaya",
+    # hybrid stacks: one full-attention and one linear-attention (``linear_attn``) layer each
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "lara_mini", "olmo_hybrid")
 #: misread by the generic layouts (audit of 2026-12-07): the check must fail on them, so they stay unchecked
 MISREAD_TYPES = ("openai-gpt", "minicpm3", "hyperclovax")
 #: read through the table of named layouts (hf_layer_layouts.HF_DECODER_LAYOUTS) by discovery only; the table's
@@ -104,3 +107,15 @@ def test_training_a_users_model_turns_the_diagnostics_off_for_an_unchecked_layer
     records = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["split"] == "diagnostics"]
     assert bool(records) is checked
     assert ("MiniCPM3DecoderLayer's branch reading is not checked" in printed) is not checked
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_next", "qwen3_5_text", "olmo_hybrid"])
+def test_the_depth_analysis_reads_every_layer_of_a_hybrid_stack(model_type):
+    """Its linear-attention layers are blocks too: the stack is chained, so the analysis takes it (it refused a stack
+    with those layers missing as not chained)."""
+    from layerscale.analysis.removal.streams import find_block_stack
+
+    _, model = tiny_causal_lm(model_type)
+    stack = find_block_stack(model, lambda tokens: model(tokens, use_cache=False).logits)
+    captured = stack.capture(TOKENS)
+    assert stack.depth == 2 and len(captured.streams) == 3

@@ -232,7 +232,8 @@ def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     layernorm_after, mlp``): Pre-LN, no scale; ``s_i`` is the attention / MLP output, times the layer's scalar
     ``residual_multiplier`` where it has one (Granite: ``x + m · F(norm(x))``, ``modeling_granite.py``). Granite
     MoE's MLP branch is its ``block_sparse_moe`` (``modeling_granitemoe.py``); a layer that adds a ``shared_mlp``
-    to it (Granite MoE Shared) has no one module whose output is ``s_2``: refused in one line."""
+    to it (Granite MoE Shared) has no one module whose output is ``s_2``: refused in one line. The linear-attention
+    layers of hybrid stacks (Qwen3-Next, Qwen3.5) name their token mixer ``linear_attn``."""
     mlp = getattr(block, "mlp", None)
     if not isinstance(mlp, nn.Module):
         mlp = getattr(block, "block_sparse_moe", None)
@@ -242,7 +243,8 @@ def _hf_decoder(name: str, block: nn.Module) -> BlockProbe | None:
                              f"do not read it")
     if not isinstance(mlp, nn.Module):
         return None
-    for attn, norm2 in (("attn", "ln_2"), ("self_attn", "post_attention_layernorm"), ("attention", "layernorm_after")):
+    for attn, norm2 in (("attn", "ln_2"), ("self_attn", "post_attention_layernorm"),
+                        ("linear_attn", "post_attention_layernorm"), ("attention", "layernorm_after")):
         if all(isinstance(getattr(block, a, None), nn.Module) for a in (attn, norm2)):
             second_norm = getattr(block, norm2)
             return BlockProbe(name, block, 0, (_hf_decoder_branch("attn", block, getattr(block, attn), None),

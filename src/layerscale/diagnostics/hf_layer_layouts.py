@@ -55,6 +55,9 @@ CHECKED_GENERIC_LAYERS = frozenset({
     "NemotronDecoderLayer", "PersimmonDecoderLayer", "SeedOssDecoderLayer", "Starcoder2DecoderLayer",
     "YoutuDecoderLayer", "ZayaDecoderLayer", "KimiLinearDecoderLayer", "LagunaDecoderLayer", "SolarOpenDecoderLayer",
     "AXK1DecoderLayer", "AXK2DecoderLayer", "BailingHybridDecoderLayer", "HYV3DecoderLayer", "MoshiDecoderLayer",
+    # Llama names, hybrid stacks whose linear-attention layers name their token mixer ``linear_attn``
+    "Qwen3NextDecoderLayer", "Qwen3_5DecoderLayer", "Qwen3_5MoeDecoderLayer", "LaraMiniDecoderLayer",
+    "OlmoHybridLinearAttentionDecoderLayer",
     # Llama names, mixture of experts (``mlp`` or Granite MoE's ``block_sparse_moe``)
     "MixtralDecoderLayer", "Qwen2MoeDecoderLayer", "Qwen3MoeDecoderLayer", "OlmoeDecoderLayer", "PhimoeDecoderLayer",
     "GptOssDecoderLayer", "DeepseekV2DecoderLayer", "DeepseekV3DecoderLayer", "DeepseekV32DecoderLayer",
@@ -63,7 +66,7 @@ CHECKED_GENERIC_LAYERS = frozenset({
     "HunYuanMoEV1DecoderLayer", "MiMoV2FlashDecoderLayer", "MiniMaxM2DecoderLayer", "MiniMaxM3VLDecoderLayer",
     # post-norm names (``post_attention_layernorm`` and ``post_feedforward_layernorm`` on each branch's output)
     "Gemma2DecoderLayer", "Gemma3DecoderLayer", "Olmo2DecoderLayer", "Olmo3DecoderLayer", "Exaone4DecoderLayer",
-    "FlexOlmoDecoderLayer",
+    "FlexOlmoDecoderLayer", "OlmoHybridAttentionDecoderLayer",
     # ViT names (``layernorm_after``, ``attention``, ``mlp``)
     "ViTLayer", "DeiTLayer",
 })
