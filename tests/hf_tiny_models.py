@@ -19,8 +19,14 @@ TINY = {"hidden_size": 32, "n_embd": 32, "d_model": 32, "num_hidden_layers": 2, 
         "moe_intermediate_size": 16, "rotary_dim": 4, "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1,
         "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "kv_lora_rank": 16, "q_lora_rank": 16,
         "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
-#: what a model type needs beyond :data:`TINY` (MiMo-V2-Flash's sliding layers want grouped keys and values)
-PER_TYPE = {"gpt_neo": {"attention_types": [[["global", "local"], 1]]}, "mimo_v2_flash": {"num_key_value_heads": 2}}
+#: what a model type needs beyond :data:`TINY`: MiMo-V2-Flash's sliding layers want grouped keys and values; Bamba's
+#: Mamba heads must divide its expanded width; the hybrid stacks get one layer of each mixer (layer 0 a state-space
+#: or convolution block, layer 1 attention)
+PER_TYPE = {"gpt_neo": {"attention_types": [[["global", "local"], 1]]}, "mimo_v2_flash": {"num_key_value_heads": 2},
+            "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16, "attn_layer_indices": [1]},
+            "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1},
+            "lfm2": {"full_attn_idxs": [1], "layer_types": ["conv", "full_attention"]},
+            "recurrent_gemma": {"block_types": ["recurrent", "attention"]}}
 
 
 def _tiny_kwargs(config_cls) -> dict:

@@ -6,8 +6,8 @@ discovery only (CodeGen, BioGPT, Apertus, Llama 4, and GLM-4's, Kolibri's and AF
 name-matched reading misread). Layers the generic layouts match by their names but misread — OpenAI GPT's Post-LN with
 GPT-2's names, MiniCPM3's depth-scaled branches, HyperCLOVA X's post-norms — are found unchecked: the check fails on
 them, and the per-branch monitor refuses them in one line while the blocks themselves are still found for the depth
-analysis. The hybrid stacks (Qwen3-Next, Qwen3.5, OLMo hybrid) are read whole: their linear-attention layers are
-blocks too."""
+analysis. The hybrid stacks (Qwen3-Next, Qwen3.5, OLMo hybrid, Jamba, Bamba, LFM2, RecurrentGemma) are read whole:
+their linear-attention, state-space and convolution layers are blocks too."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ CHECKED_TYPES = (
 MISREAD_TYPES = ("openai-gpt", "minicpm3", "hyperclovax")
 #: read through the table of named layouts (hf_layer_layouts.HF_DECODER_LAYOUTS) by discovery only; the table's
 #: other layers (parallel branches, OPT, BLOOM) are checked in test_hf_decoder_discovery.py with their options
-LISTED_TYPES = ("codegen", "biogpt", "apertus", "llama4_text", "glm4", "kolibri1", "afmoe")
+LISTED_TYPES = ("codegen", "biogpt", "apertus", "apertus1p5_text", "llama4_text", "glm4", "kolibri1", "afmoe",
+                "jetmoe", "modernbert-decoder", "vaultgemma", "recurrent_gemma", "jamba", "bamba", "lfm2")
 TOKENS = torch.randint(3, 60, (2, 10), generator=torch.Generator().manual_seed(1))
 TOLERANCE = 1e-10
 
@@ -109,13 +110,15 @@ def test_training_a_users_model_turns_the_diagnostics_off_for_an_unchecked_layer
     assert ("MiniCPM3DecoderLayer's branch reading is not checked" in printed) is not checked
 
 
-@pytest.mark.parametrize("model_type", ["qwen3_next", "qwen3_5_text", "olmo_hybrid"])
+@pytest.mark.parametrize("model_type", ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "jamba", "bamba", "lfm2",
+                                        "recurrent_gemma"])
 def test_the_depth_analysis_reads_every_layer_of_a_hybrid_stack(model_type):
-    """Its linear-attention layers are blocks too: the stack is chained, so the analysis takes it (it refused a stack
-    with those layers missing as not chained)."""
+    """Its linear-attention, state-space or convolution layers are blocks too (one of each kind in the tiny stack):
+    the stack is chained, so the analysis takes it (it refused a stack with those layers missing as not chained)."""
     from layerscale.analysis.removal.streams import find_block_stack
 
     _, model = tiny_causal_lm(model_type)
     stack = find_block_stack(model, lambda tokens: model(tokens, use_cache=False).logits)
+    mixers = {type(probe.branches[0].output_module).__name__ for probe in find_blocks(model)}
     captured = stack.capture(TOKENS)
-    assert stack.depth == 2 and len(captured.streams) == 3
+    assert stack.depth == 2 and len(captured.streams) == 3 and len(mixers) == 2

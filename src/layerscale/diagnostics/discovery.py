@@ -217,8 +217,10 @@ def _hf_listed_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     if reason is not None:
         raise ValueError(f"{name}: {reason}; the block diagnostics (monitor, report, depth analysis) need one")
     stream_path = mlp_stream_path(block, layout)
+    mixers = [path for path in layout.attention.split("|") if isinstance(getattr(block, path, None), nn.Module)]
     try:
-        attention, mlp = block.get_submodule(layout.attention), block.get_submodule(layout.mlp)
+        attention = block.get_submodule(mixers[0] if mixers else layout.attention)
+        mlp = block.get_submodule(layout.mlp)
         stream = None if stream_path is None else block.get_submodule(stream_path)
     except AttributeError:
         return None

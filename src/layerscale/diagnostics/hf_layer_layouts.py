@@ -15,7 +15,8 @@ Read from each layer's ``modeling_*.py`` of transformers 5.24:
 * BLOOM (``BloomBlock``): its attention and MLP modules add the residual themselves (``dropout_add``), so ``s`` is the
   output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``;
 * read by discovery only: CodeGen (parallel, as GPT-J), BioGPT (as OPT, without the flattening), Apertus
-  (``feedforward_layernorm`` before the MLP), Llama 4 (``feed_forward``, dense or experts), and the sandwich-norm
+  (``feedforward_layernorm`` before the MLP), Llama 4 (``feed_forward``, dense or experts), JetMoE, the ModernBERT
+  decoder, VaultGemma, RecurrentGemma, the hybrid stacks of Jamba, Bamba and LFM2, and the sandwich-norm
   layers of GLM-4 / Kolibri (``post_self_attn_layernorm``, ``post_mlp_layernorm``; ``post_attention_layernorm`` is
   the norm *before* the MLP there) and AFMoE (``post_attention_layernorm``, ``pre_mlp_layernorm``,
   ``post_mlp_layernorm``), where a name-matched reading took the raw attention output for ``s``.
@@ -75,7 +76,8 @@ CHECKED_GENERIC_LAYERS = frozenset({
 @dataclass(frozen=True)
 class DecoderLayout:
     """Paths inside one decoder layer: ``attention`` / ``mlp``, the modules whose outputs are the branch outputs
-    ``s``; ``attention_output`` / ``mlp_output``, each branch's last linear (the place of γ; ``None`` where no one
+    ``s`` (``attention`` may list alternatives separated by ``|``, of which a layer holds one: the token mixer of a
+    hybrid stack's layer, attention or a state-space / convolution block); ``attention_output`` / ``mlp_output``, each branch's last linear (the place of γ; ``None`` where no one
     linear is: a norm after it, a mixture of experts); ``mlp_stream``, the module whose first input is the stream
     entering the MLP branch (``None``: the layer's own input, when the branches run in parallel)."""
 
@@ -87,6 +89,7 @@ class DecoderLayout:
 
 
 _PARALLEL_LLAMA_NAMES = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", None)
+_JAMBA = DecoderLayout("self_attn|mamba", None, "feed_forward", None, "pre_ff_layernorm")
 _GLM4_SANDWICH = DecoderLayout("post_self_attn_layernorm", None, "post_mlp_layernorm", None, "post_attention_layernorm")
 
 #: decoder layer class name → its layout (module docstring); a class not listed has Llama's or GPT-2's names
@@ -112,6 +115,19 @@ HF_DECODER_LAYOUTS = {
     "Kolibri1DecoderLayer": _GLM4_SANDWICH,
     "AfmoeDecoderLayer": DecoderLayout("post_attention_layernorm", None, "post_mlp_layernorm", None,
                                        "pre_mlp_layernorm"),
+    # Pre-LN under other names
+    "Apertus1p5TextDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj",
+                                                "feedforward_layernorm"),
+    "JetMoeDecoderLayer": DecoderLayout("self_attention", None, "mlp", None, "post_attention_layernorm"),
+    "ModernBertDecoderLayer": DecoderLayout("attn", None, "mlp", None, "mlp_norm"),
+    "VaultGemmaDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj",
+                                            "pre_feedforward_layernorm"),
+    "RecurrentGemmaDecoderLayer": DecoderLayout("temporal_block", None, "mlp_block", None, "channel_pre_norm"),
+    # hybrid stacks: each layer's token mixer is attention or a state-space / convolution block
+    "JambaAttentionDecoderLayer": _JAMBA,
+    "JambaMambaDecoderLayer": _JAMBA,
+    "BambaDecoderLayer": _JAMBA,
+    "Lfm2DecoderLayer": DecoderLayout("self_attn|conv", None, "feed_forward", None, "ffn_norm"),
 }
 
 
