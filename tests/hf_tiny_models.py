@@ -1,8 +1,8 @@
 """Tiny float64 Hugging Face causal LMs built from a model type alone, and the branch check discovery is held to.
 
 :func:`tiny_causal_lm` starts from the config class's defaults and shrinks whichever size fields it declares (width
-32, 2 layers, 4 heads of 8 channels — multi-head latent attention's too —, 2 experts, ...); per-layer lists sized to the default depth keep one entry of each of their
-first two kinds. :func:`branch_errors` runs one forward with hooks and measures, for each discovered block, how far
+32, 2 layers, 4 heads of 8 channels — multi-head latent attention's too —, 2 experts, ...); per-layer lists sized to
+the default depth keep one entry of each of their first two kinds. :func:`branch_errors` runs one forward with hooks and measures, for each discovered block, how far
 ``y`` is from ``x + s_attn + s_mlp`` and the stream found entering the MLP branch from ``x + s_attn`` (or from ``x``
 when the branches are parallel) — what ``find_blocks`` promises per block."""
 
@@ -99,6 +99,7 @@ def branch_errors(probes, forward) -> list[tuple[float, float, float]]:
         s1, s2 = seen[(index, "attn")].reshape(x.shape), seen[(index, "mlp")].reshape(x.shape)
         parallel = probe.branches[1].stream_module is None
         stream = seen.get((index, "stream"), x).reshape(x.shape)
-        errors.append((float((y - (x + s1 + s2)).abs().max()), float((stream - (x if parallel else x + s1)).abs().max()),
+        expected_stream = x if parallel else x + s1
+        errors.append((float((y - (x + s1 + s2)).abs().max()), float((stream - expected_stream).abs().max()),
                        min(float(s1.abs().max()), float(s2.abs().max()))))
     return errors

@@ -30,8 +30,8 @@ CHECKED_TYPES = (
     "gpt_neo", "gpt_oss", "granite", "granite_swa", "granitemoe", "granitemoe_swa", "granitemoeshared", "helium",
     "hunyuan_v1_dense", "hunyuan_v1_moe", "hy_v3", "jais2", "kimi_linear", "laguna", "llama", "mellum",
     "mimo_v2_flash", "minimax_m2", "minimax_m3_vl_text", "ministral", "ministral3", "mistral", "mixtral", "moshi",
-    "nanochat", "nemotron", "olmo", "olmo2", "olmo3", "olmoe", "persimmon", "phi3", "phi4_multimodal", "phimoe", "qwen2",
-    "qwen2_moe", "qwen3", "qwen3_moe", "seed_oss", "smollm3", "solar_open", "starcoder2", "youtu", "zaya",
+    "nanochat", "nemotron", "olmo", "olmo2", "olmo3", "olmoe", "persimmon", "phi3", "phi4_multimodal", "phimoe",
+    "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "seed_oss", "smollm3", "solar_open", "starcoder2", "youtu", "zaya",
     # hybrid stacks: one full-attention and one linear-attention (``linear_attn``) layer each
     "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "lara_mini", "olmo_hybrid")
 #: misread by the generic layouts (audit of 2026-12-07): the check must fail on them, so they stay unchecked

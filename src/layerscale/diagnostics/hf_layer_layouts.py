@@ -77,9 +77,10 @@ CHECKED_GENERIC_LAYERS = frozenset({
 class DecoderLayout:
     """Paths inside one decoder layer: ``attention`` / ``mlp``, the modules whose outputs are the branch outputs
     ``s`` (``attention`` may list alternatives separated by ``|``, of which a layer holds one: the token mixer of a
-    hybrid stack's layer, attention or a state-space / convolution block); ``attention_output`` / ``mlp_output``, each branch's last linear (the place of γ; ``None`` where no one
-    linear is: a norm after it, a mixture of experts); ``mlp_stream``, the module whose first input is the stream
-    entering the MLP branch (``None``: the layer's own input, when the branches run in parallel)."""
+    hybrid stack's layer, attention or a state-space / convolution block); ``attention_output`` / ``mlp_output``,
+    each branch's last linear (the place of γ; ``None`` where no one linear is: a norm after it, a mixture of
+    experts); ``mlp_stream``, the module whose first input is the stream entering the MLP branch (``None``: the
+    layer's own input, when the branches run in parallel)."""
 
     attention: str
     attention_output: str | None
