@@ -104,3 +104,27 @@ def test_a_refused_edit_leaves_an_inplace_model_as_it_was(monkeypatch, edit):
     after = model.state_dict()
     assert after.keys() == before.keys() and all(torch.equal(after[k], before[k]) for k in before)
     assert model.config.to_dict() == config_before and type(model) is transformers.LlamaForCausalLM
+
+
+HYBRID = {  # one layer type per entry of layer_types: linear attention (linear_attn) or full attention (self_attn)
+    "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", dict(num_experts=2, num_experts_per_tok=1,
+                                                                   moe_intermediate_size=16, head_dim=8)),
+    "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", dict(head_dim=8)),
+}
+HYBRID_TYPES = ["linear_attention", "full_attention", "full_attention"]
+
+
+@pytest.mark.parametrize("family", HYBRID)
+@pytest.mark.parametrize("skip", [0, 1])
+def test_a_hybrid_stack_prunes_either_kind_of_layer_and_refuses_to_grow(tmp_path, capsys, family, skip):
+    config_name, model_name, extra = HYBRID[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(**TEXT, **extra, layer_types=HYBRID_TYPES)
+    source = getattr(transformers, model_name)(config).eval()
+    pruned = assert_pruned_skips_layer(source, tmp_path, main, TOKENS, skip=skip)
+    assert pruned.config.layer_types == [t for i, t in enumerate(HYBRID_TYPES) if i != skip]
+    source.save_pretrained(tmp_path / "to_grow")
+    capsys.readouterr()
+    assert main(["grow", str(tmp_path / "to_grow"), "--insert", "1", "--out", str(tmp_path / "grown")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "linear-attention" in error and not (tmp_path / "grown").exists()

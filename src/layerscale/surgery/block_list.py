@@ -46,6 +46,7 @@ FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransfo
                 "Hugging Face OPT and BLOOM causal LMs",
                 "Hugging Face mixture-of-experts causal LMs, pruning only (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, "
                 "gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE)",
+                "Hugging Face hybrid attention / linear-attention causal LMs, pruning only (Qwen3-Next, Qwen3.5)",
                 "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
 
 

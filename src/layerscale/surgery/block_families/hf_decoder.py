@@ -1,9 +1,9 @@
-"""Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM),
-post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4) or mixture-of-experts (Mixtral, Qwen MoE, OLMoE, PhiMoE, gpt-oss,
-DeepSeek-V3, ERNIE 4.5 MoE; prune only) decoder layers (:mod:`layerscale.surgery.hf.hf_decoder_layers`):
-the stack is the ``nn.ModuleList`` of decoder layers (``transformer.h`` / ``model.layers``; ``gpt_neox.layers``;
-``model.language_model.layers`` in a model that also reads images, such as Gemma 3's
-``Gemma3ForConditionalGeneration``).
+"""Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM), OPT,
+BLOOM, post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4), mixture-of-experts (Mixtral, Qwen MoE, OLMoE, PhiMoE, gpt-oss,
+DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE; prune only) or hybrid (Qwen3-Next, Qwen3.5; prune only) decoder layers
+(:mod:`layerscale.surgery.hf.hf_decoder_layers`): the stack is the ``nn.ModuleList`` of decoder layers
+(``transformer.h`` / ``model.layers``; ``gpt_neox.layers``; ``model.language_model.layers`` in a model that also
+reads images, such as Gemma 3's ``Gemma3ForConditionalGeneration``).
 
 The depth lives in the config of the text model (``num_hidden_layers``, which GPT-2's config maps to ``n_layer``;
 ``config.gettext_config()``, the model's own config unless it nests one for its language model), which
@@ -26,8 +26,8 @@ from torch import nn
 
 from ...token_limits import text_config
 from .base import BlockFamily, layer_stack
-from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, moe_decoder_layer_types,
-                                    post_norm_decoder_layer_types, post_norm_gains)
+from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, hybrid_decoder_layer_types,
+                                    moe_decoder_layer_types, post_norm_decoder_layer_types, post_norm_gains)
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
@@ -39,7 +39,8 @@ PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
     """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
-    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types() + moe_decoder_layer_types())
+    return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types() + moe_decoder_layer_types()
+                       + hybrid_decoder_layer_types())
 
 
 def _edit_depth(config, old_depth: int, origin: list[int | None]) -> None:
@@ -115,6 +116,11 @@ class HFDecoderFamily(BlockFamily):
             raise ValueError(f"{type(experts[0]).__name__}'s MLP branch is a mixture of experts, with no single "
                              f"output layer for a LayerScale γ: its layers can be removed (layerscale prune), not "
                              f"grown")
+        hybrid = [layer for layer in layers if type(layer) in hybrid_decoder_layer_types()]
+        if hybrid:
+            raise ValueError(f"{type(hybrid[0]).__name__}'s linear-attention layers gate and normalise their output "
+                             f"inside the mixer, with no single output layer for a LayerScale γ: its layers can be "
+                             f"removed (layerscale prune), not grown")
         if all(type(layer) in post_norm for layer in layers):
             return  # each branch already ends in a per-channel gain, its post-norm's
         if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in

@@ -40,7 +40,9 @@ identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + 
 
 Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE,
 Granite MoE; :data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts
-with no single output layer: their layers can be removed; γ is not retrofitted.
+with no single output layer: their layers can be removed; γ is not retrofitted. So can the layers of the hybrid
+stacks of Qwen3-Next and Qwen3.5 (:data:`HF_HYBRID_DECODER_LAYERS`), whose linear-attention layers have no single
+output layer either.
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -56,9 +58,9 @@ from ..peers import loaded_classes, loaded_table_classes
 from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
-__all__ = ["HF_DECODER_LAYERS", "HF_MOE_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS", "decoder_layer_types",
-           "branch_outputs", "moe_decoder_layer_types", "post_norm_decoder_layer_types", "post_norm_gains",
-           "queue_hf_decoder_layer"]
+__all__ = ["HF_DECODER_LAYERS", "HF_HYBRID_DECODER_LAYERS", "HF_MOE_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS",
+           "decoder_layer_types", "branch_outputs", "hybrid_decoder_layer_types", "moe_decoder_layer_types",
+           "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -113,6 +115,17 @@ HF_MOE_DECODER_LAYERS = {
     "transformers.models.granitemoe.modeling_granitemoe": "GraniteMoeDecoderLayer",
 }
 
+#: transformers module -> decoder layer class of the hybrid stacks whose layers are either attention or linear
+#: attention (``self_attn`` or ``linear_attn``, ``config.layer_types`` saying which, re-ordered with the layers by the
+#: block family; read from ``modeling_qwen3_next.py``, ``modeling_qwen3_5.py``, ``modeling_qwen3_5_moe.py`` of
+#: transformers 5.24): their layers can be removed; the linear-attention mixer's output is gated and normalised
+#: inside it, not one linear layer for γ, so they are not grown
+HF_HYBRID_DECODER_LAYERS = {
+    "transformers.models.qwen3_next.modeling_qwen3_next": "Qwen3NextDecoderLayer",
+    "transformers.models.qwen3_5.modeling_qwen3_5": "Qwen3_5DecoderLayer",
+    "transformers.models.qwen3_5_moe.modeling_qwen3_5_moe": "Qwen3_5MoeDecoderLayer",
+}
+
 #: post-norm layers whose RMSNorm multiplies by ``1 + weight`` (``Gemma2RMSNorm``, ``Gemma3RMSNorm``: weight 0 is the
 #: unit gain); the others' (``Olmo2RMSNorm``, ``Olmo3RMSNorm``, ``Exaone4RMSNorm``) multiply by ``weight``
 _GAIN_ONE_PLUS_WEIGHT = ("Gemma2DecoderLayer", "Gemma3DecoderLayer")
@@ -122,6 +135,12 @@ def post_norm_decoder_layer_types() -> tuple[type, ...]:
     """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
     loaded."""
     return loaded_table_classes(HF_POST_NORM_DECODER_LAYERS)
+
+
+def hybrid_decoder_layer_types() -> tuple[type, ...]:
+    """The hybrid-stack decoder layer classes (:data:`HF_HYBRID_DECODER_LAYERS`) whose transformers module is
+    loaded."""
+    return loaded_table_classes(HF_HYBRID_DECODER_LAYERS)
 
 
 def moe_decoder_layer_types() -> tuple[type, ...]:
