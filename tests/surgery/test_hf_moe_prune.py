@@ -3,7 +3,9 @@ DeepSeek-V3, Qwen2 MoE): the written folder computes the source with that layer 
 layer's input, written independently of the block editor), the KV cache right. A config that sets a layer's structure by
 its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's ``mlp_only_layers``) is refused when the
 pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow`` refuses them
-(no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model as it was."""
+(no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model as it was. The
+hybrid stacks of Qwen3-Next and Qwen3.5 (attention and linear-attention layers) prune the same way, either kind of
+layer, and refuse to grow."""
 
 from __future__ import annotations
 
