@@ -112,6 +112,8 @@ HYBRID = {  # one layer type per entry of layer_types: linear attention (linear_
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", dict(num_experts=2, num_experts_per_tok=1,
                                                                    moe_intermediate_size=16, head_dim=8)),
     "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", dict(head_dim=8)),
+    "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", dict(num_experts=2, num_experts_per_tok=1,
+                                                                             moe_intermediate_size=16, head_dim=8)),
 }
 HYBRID_TYPES = ["linear_attention", "full_attention", "full_attention"]
 
