@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -184,20 +185,27 @@ def _with_stream(output, stream: torch.Tensor):
     return (stream, *output[1:]) if isinstance(output, tuple) else stream
 
 
-def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> torch.Tensor:
-    """``model(input_ids=tokens).logits`` without a cache; with ``skip``, that decoder layer returns its input (the
-    residual stream passes it by: the reference a pruned model must equal, written without the block editor)."""
+@contextmanager
+def skipping_layer(model, skip: int | None):
+    """While inside, decoder layer ``skip`` of ``model`` returns its input (the residual stream passes it by: the
+    reference a pruned model must equal, written without the block editor); ``None``: no layer skipped."""
     handle = None
     if skip is not None:
         handle = decoder_layers(model)[skip].register_forward_hook(
             lambda module, args, kwargs, out: _with_stream(out, args[0] if args else kwargs["hidden_states"]),
             with_kwargs=True)
     try:
-        with torch.no_grad():
-            return model(input_ids=tokens, use_cache=False).logits
+        yield
     finally:
         if handle is not None:
             handle.remove()
+
+
+def logits_skipping(model, tokens: torch.Tensor, skip: int | None = None) -> torch.Tensor:
+    """``model(input_ids=tokens).logits`` without a cache; with ``skip``, that decoder layer skipped
+    (:func:`skipping_layer`)."""
+    with skipping_layer(model, skip), torch.no_grad():
+        return model(input_ids=tokens, use_cache=False).logits
 
 
 def text_source(root: Path, build, lines: int = 120) -> tuple[Path, Path]:

@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 pytest.importorskip("matplotlib")
 
-from source_models import (corpus_lines, decoder_layers, hf_folder, hf_loss, hf_windows,  # noqa: E402
+from source_models import (corpus_lines, hf_folder, hf_loss, hf_windows, skipping_layer,  # noqa: E402
                            tokenizer_vocab, train_bpe_tokenizer, write_text)
 
 SEQ_LEN, SAMPLES, DEPTH = 16, 6, 3
@@ -46,13 +46,8 @@ def _model(family, vocab, **overrides):
 
 
 def _skipping_loss(model, windows, skip):
-    handle = decoder_layers(model)[skip].register_forward_hook(
-        lambda m, args, kwargs, out: ((args[0], *out[1:]) if isinstance(out, tuple) else args[0]) if args
-        else kwargs["hidden_states"], with_kwargs=True)
-    try:
+    with skipping_layer(model, skip):
         return hf_loss(model, windows)
-    finally:
-        handle.remove()
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -122,3 +122,15 @@ def test_the_depth_analysis_reads_every_layer_of_a_hybrid_stack(model_type):
     mixers = {type(probe.branches[0].output_module).__name__ for probe in find_blocks(model)}
     captured = stack.capture(TOKENS)
     assert stack.depth == 2 and len(captured.streams) == 3 and len(mixers) == 2
+
+
+def test_every_layer_class_surgery_edits_is_read_by_a_checked_layout():
+    """Prune, grow and the retrofit edit these classes; the diagnostics and the analysis of what they write must read
+    them by a checked layout (the table of named layouts, or a checked class of the name-matched ones)."""
+    from layerscale.diagnostics.hf_layer_layouts import HF_DECODER_LAYOUTS
+    from layerscale.surgery.hf.hf_decoder_layers import (HF_DECODER_LAYERS, HF_HYBRID_DECODER_LAYERS,
+                                                         HF_MOE_DECODER_LAYERS, HF_POST_NORM_DECODER_LAYERS)
+
+    edited = {name for table in (HF_DECODER_LAYERS, HF_HYBRID_DECODER_LAYERS, HF_MOE_DECODER_LAYERS,
+                                 HF_POST_NORM_DECODER_LAYERS) for name in table.values()}
+    assert edited - CHECKED_GENERIC_LAYERS - set(HF_DECODER_LAYOUTS) == set()

@@ -90,6 +90,7 @@ class DecoderLayout:
 
 
 _PARALLEL_LLAMA_NAMES = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", None)
+_APERTUS = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", "feedforward_layernorm")
 _JAMBA = DecoderLayout("self_attn|mamba", None, "feed_forward", None, "pre_ff_layernorm")
 _GLM4_SANDWICH = DecoderLayout("post_self_attn_layernorm", None, "post_mlp_layernorm", None, "post_attention_layernorm")
 
@@ -107,8 +108,7 @@ HF_DECODER_LAYOUTS = {
     # read by discovery, not retrofitted with γ (not in surgery's tables)
     "CodeGenBlock": DecoderLayout("attn", "attn.out_proj", "mlp", "mlp.fc_out", None),
     "BioGptDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
-    "ApertusDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj",
-                                         "feedforward_layernorm"),
+    "ApertusDecoderLayer": _APERTUS,
     "Llama4TextDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "feed_forward", None,
                                             "post_attention_layernorm"),
     # sandwich norms under other names than Gemma 2's: ``s`` is the output of the norm after each branch
@@ -117,8 +117,7 @@ HF_DECODER_LAYOUTS = {
     "AfmoeDecoderLayer": DecoderLayout("post_attention_layernorm", None, "post_mlp_layernorm", None,
                                        "pre_mlp_layernorm"),
     # Pre-LN under other names
-    "Apertus1p5TextDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj",
-                                                "feedforward_layernorm"),
+    "Apertus1p5TextDecoderLayer": _APERTUS,
     "JetMoeDecoderLayer": DecoderLayout("self_attention", None, "mlp", None, "post_attention_layernorm"),
     "ModernBertDecoderLayer": DecoderLayout("attn", None, "mlp", None, "mlp_norm"),
     "VaultGemmaDecoderLayer": DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj",

@@ -110,21 +110,17 @@ class HFDecoderFamily(BlockFamily):
 
     def add_scales(self, model: nn.Module) -> None:
         layers = self.blocks(model)
-        moe, post_norm = moe_decoder_layer_types(), post_norm_decoder_layer_types()
-        experts = [layer for layer in layers if type(layer) in moe]
-        if experts:
-            raise ValueError(f"{type(experts[0]).__name__}'s MLP branch is a mixture of experts, with no single "
-                             f"output layer for a LayerScale γ: its layers can be removed (layerscale prune), not "
-                             f"grown")
-        hybrid = [layer for layer in layers if type(layer) in hybrid_decoder_layer_types()]
-        if hybrid:
-            raise ValueError(f"{type(hybrid[0]).__name__}'s linear-attention layers gate and normalise their output "
-                             f"inside the mixer, with no single output layer for a LayerScale γ: its layers can be "
-                             f"removed (layerscale prune), not grown")
+        for kinds, why in ((moe_decoder_layer_types(), "'s MLP branch is a mixture of experts"),
+                           (hybrid_decoder_layer_types(), "'s linear-attention layers gate and normalise their output "
+                                                          "inside the mixer")):
+            found = next((layer for layer in layers if type(layer) in kinds), None)
+            if found is not None:
+                raise ValueError(f"{type(found).__name__}{why}, with no single output layer for a LayerScale γ: its "
+                                 f"layers can be removed (layerscale prune), not grown")
+        post_norm = post_norm_decoder_layer_types()
         if all(type(layer) in post_norm for layer in layers):
             return  # each branch already ends in a per-channel gain, its post-norm's
-        if any(self._scale_of(layer, path) is None for layer in self.blocks(model) for _, path in
-               branch_outputs(layer)):
+        if any(self._scale_of(layer, path) is None for layer in layers for _, path in branch_outputs(layer)):
             add_layerscale(model, 1.0)
 
     @staticmethod
