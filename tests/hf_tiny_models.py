@@ -46,7 +46,8 @@ def _tiny_kwargs(config_cls) -> dict:
 
 def tiny_causal_lm(model_type: str):
     """``(model class name, model)``: the causal LM transformers maps ``model_type`` to, tiny, float64, in evaluation,
-    its norm weights drawn from U(0.5, 1.5) so that a skipped or misplaced norm shows."""
+    its norm weights drawn from U(0.5, 1.5) so that a skipped or misplaced norm shows, and any weight matrix initialised
+    to zero drawn from N(0, 0.02²) so that its branch is not zero."""
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -62,6 +63,8 @@ def tiny_causal_lm(model_type: str):
         for name, param in model.named_parameters():
             if "norm" in name:
                 param.uniform_(0.5, 1.5)
+            elif param.dim() >= 2 and not param.is_meta and not param.any():  # xLSTM zero-initialises an output layer
+                param.normal_(0.0, 0.02)
     return model_cls.__name__, model
 
 
@@ -71,7 +74,8 @@ def _first(value):
 
 def branch_errors(probes, forward) -> list[tuple[float, float, float]]:
     """Per block: ``(max |y − (x + s₁ + s₂)|, max |stream₂ − expected|, min(max |s₁|, max |s₂|))`` after one call of
-    ``forward()`` (each branch output times its gain, reshaped to the stream's shape)."""
+    ``forward()`` (each branch output times its gain — a copy, so a layer adding into it in place afterwards, as
+    Falcon's does, is not seen —, reshaped to the stream's shape)."""
     seen: dict = {}
     handles = []
     for index, probe in enumerate(probes):
@@ -82,15 +86,18 @@ def branch_errors(probes, forward) -> list[tuple[float, float, float]]:
         for branch in probe.branches:
             handles.append(branch.output_module.register_forward_hook(
                 lambda m, a, o, i=index, b=branch.name, g=branch.output_gain: seen.__setitem__(
-                    (i, b), _first(o) * (g() if g is not None else 1))))
+                    (i, b), _first(o) * g() if g is not None else _first(o).clone())))
         stream = probe.branches[1].stream_module
         if stream is not None:
             handles.append(stream.register_forward_pre_hook(lambda m, a, i=index: seen.__setitem__((i, "stream"),
                                                                                                    a[0])))
+    default = torch.get_default_dtype()
     try:
+        torch.set_default_dtype(torch.float64)  # XGLM's eager attention builds its mask fill at the default dtype
         with torch.no_grad():
             forward()
     finally:
+        torch.set_default_dtype(default)
         for handle in handles:
             handle.remove()
     errors = []

@@ -1,7 +1,9 @@
 """``layerscale analyze`` on Hugging Face folders of decoders whose branches are not named as Llama's — OPT, BLOOM,
-GPT-NeoX (Pythia, parallel branches) — and on a mixture of experts (Granite MoE): the clean loss is transformers' own
-loss on the same evaluation windows, and each block's ablation loss is the loss of the model with that layer skipped
-by a forward hook (written independently of the analysis). OPT-350m's Post-LN layers are refused in one line."""
+GPT-NeoX (Pythia, parallel branches), Falcon — and on a mixture of experts (Granite MoE): the clean loss is
+transformers' own loss on the same evaluation windows, and each block's ablation loss is the loss of the model with
+that layer skipped by a forward hook (written independently of the analysis). OPT-350m's Post-LN layers are refused in
+one line. A branch-output probe point is the branch's own output even where the layer adds into it in place
+afterwards (Falcon)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 import torch
 
 from layerscale.analysis import DepthAnalysis
+from layerscale.analysis.removal.streams import find_block_stack
 from layerscale.cli import main
 
 transformers = pytest.importorskip("transformers")
@@ -28,6 +31,7 @@ FAMILIES = {
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(intermediate_size=48, use_parallel_residual=True)),
     "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", dict(intermediate_size=48, num_local_experts=2,
                                                                      num_experts_per_tok=1, residual_multiplier=0.5)),
+    "falcon": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48)),
 }
 
 
@@ -75,3 +79,19 @@ def test_opt_post_ln_is_refused_in_one_line(corpus, tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "do_layer_norm_before=False" in error and "Post-LN" in error
     assert not (out / "analysis.json").exists()
+
+
+def test_a_branch_output_point_is_the_branchs_own_output_when_the_layer_adds_into_it_in_place():
+    model = _model("falcon", 64)  # FalconDecoderLayer: mlp_output += attention_output after the MLP returns
+    tokens = torch.randint(3, 60, (2, 10), generator=torch.Generator().manual_seed(1))
+    stack = find_block_stack(model, lambda t: model(t, use_cache=False))
+    own = {}
+    handles = [layer.mlp.register_forward_hook(lambda m, a, out, i=i: own.__setitem__(i, out.clone()))
+               for i, layer in enumerate(model.transformer.h)]
+    try:
+        with torch.no_grad():
+            captured = stack.capture(tokens, module_points=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert [torch.equal(point, own[i]) for i, point in enumerate(captured.points["mlp_out"])] == [True] * DEPTH

@@ -39,7 +39,8 @@ MISREAD_TYPES = ("openai-gpt", "minicpm3", "hyperclovax")
 #: read through the table of named layouts (hf_layer_layouts.HF_DECODER_LAYOUTS) by discovery only; the table's
 #: other layers (parallel branches, OPT, BLOOM) are checked in test_hf_decoder_discovery.py with their options
 LISTED_TYPES = ("codegen", "biogpt", "apertus", "apertus1p5_text", "llama4_text", "glm4", "kolibri1", "afmoe",
-                "jetmoe", "modernbert-decoder", "vaultgemma", "recurrent_gemma", "jamba", "bamba", "lfm2")
+                "jetmoe", "modernbert-decoder", "vaultgemma", "recurrent_gemma", "jamba", "bamba", "lfm2", "lfm3",
+                "xglm", "xlstm")
 TOKENS = torch.randint(3, 60, (2, 10), generator=torch.Generator().manual_seed(1))
 TOLERANCE = 1e-10
 

@@ -2,8 +2,9 @@
 finds add up to what the block does, ``y = x + s₁ + s₂``, and the stream it finds entering the MLP branch is
 ``x + s₁`` — Llama and Qwen3 (Pre-LN), Granite (``x + m · F``), Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 (each branch's
 output normalised before the add, where the Pre-LN reading would take the un-normalised attention output), and GPT-J,
-Phi, Cohere, GPT-NeoX and StableLM with parallel branches (the MLP branch reads the block's input ``x``), OPT, BLOOM and
-Granite MoE (branches named otherwise). Configurations that are not a residual stack are refused in one line."""
+Phi, Cohere, GPT-NeoX, StableLM and Falcon with parallel branches (the MLP branch reads the block's input ``x``; Falcon
+adds the attention output into the MLP's in place, and its Falcon-RW layers are sequential), OPT, BLOOM and Granite MoE
+(branches named otherwise). Configurations that are not a residual stack are refused in one line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import re
 import pytest
 import torch
 
-from layerscale.diagnostics import find_blocks
+from layerscale.diagnostics import LayerScaleMonitor, find_blocks
 
 transformers = pytest.importorskip("transformers")
 
@@ -42,8 +43,20 @@ LAYOUTS = {"llama": ("LlamaConfig", "LlamaForCausalLM", {}),
            "bloom": ("BloomConfig", "BloomForCausalLM", dict(n_layer=2, n_head=4)),
            "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", dict(num_local_experts=2, num_experts_per_tok=1,
                                                                             residual_multiplier=0.3,
-                                                                            experts_implementation="eager"))}
-PARALLEL = {"gptj", "phi", "cohere", "gpt_neox", "stablelm_parallel"}
+                                                                            experts_implementation="eager")),
+           # Falcon adds the attention output into the MLP's output in place (mlp_output += attention_output):
+           # 7B's parallel layer with one norm, 40B's new architecture with two, Falcon 2's with one, and
+           # Falcon-RW's sequential layer with ALiBi
+           "falcon": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48)),
+           "falcon_new_architecture": ("FalconConfig", "FalconForCausalLM",
+                                       dict(ffn_hidden_size=48, new_decoder_architecture=True, num_kv_heads=2)),
+           "falcon_new_architecture_one_norm": ("FalconConfig", "FalconForCausalLM",
+                                                dict(ffn_hidden_size=48, new_decoder_architecture=True, num_kv_heads=2,
+                                                     num_ln_in_parallel_attn=1)),
+           "falcon_sequential": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48, parallel_attn=False,
+                                                                           alibi=True))}
+PARALLEL = {"gptj", "phi", "cohere", "gpt_neox", "stablelm_parallel", "falcon", "falcon_new_architecture",
+            "falcon_new_architecture_one_norm"}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -86,3 +99,34 @@ def test_a_layer_that_is_not_a_residual_stack_is_refused_in_one_line(layout):
         find_blocks(model)
     message = str(caught.value)
     assert "\n" not in message and re.search(r"\b(layers|h)\.0: ", message)  # names the first layer
+
+
+def test_the_monitor_reads_falcons_mlp_branch_before_the_layer_adds_the_attention_output_into_it():
+    config_name, model_name, extra = LAYOUTS["falcon"]
+    torch.manual_seed(0)
+    model = getattr(transformers, model_name)(getattr(transformers, config_name)(**BASE, **extra)).double().train()
+    seen = {}
+    handles = [module.register_forward_hook(lambda m, a, out, key=(i, name): seen.__setitem__(
+        key, (out[0] if isinstance(out, tuple) else out).clone()))
+               for i, layer in enumerate(model.transformer.h)
+               for name, module in (("attn", layer.self_attention), ("mlp", layer.mlp))]
+    handles += [layer.register_forward_pre_hook(lambda m, a, k, i=i: seen.__setitem__((i, "x"), a[0] if a else
+                                                                                      k["hidden_states"]),
+                                                with_kwargs=True) for i, layer in enumerate(model.transformer.h)]
+    monitor = LayerScaleMonitor(model, every=1)
+    monitor.begin_step(0)
+    tokens = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1))
+    try:
+        with torch.no_grad():
+            model(tokens, use_cache=False)
+    finally:
+        for handle in handles:
+            handle.remove()
+    record = monitor.end_step()
+    for i, block in enumerate(record["blocks"]):  # parallel: both branches are measured against the block's input
+        x = seen[(i, "x")].norm().item()
+        assert block["attn"]["ratio"] == pytest.approx(seen[(i, "attn")].norm().item() / x, rel=1e-6)
+        assert block["mlp"]["ratio"] == pytest.approx(seen[(i, "mlp")].norm().item() / x, rel=1e-6)
+        # what the MLP's output tensor holds once the layer has added into it: a read after the hook would give this
+        assert block["mlp"]["ratio"] != pytest.approx((seen[(i, "mlp")] + seen[(i, "attn")]).norm().item() / x,
+                                                      rel=1e-3)

@@ -1,9 +1,10 @@
-"""Depth surgery on the decoders whose branches are named otherwise than Llama's: those whose attention and MLP read
-the same input — GPT-J, Phi, Cohere (2), GPT-NeoX (Pythia), StableLM — and OPT and BLOOM. ``layerscale prune``: the written folder computes the source with that layer skipped (a forward
-hook that returns the layer's input, written independently of the block editor), Cohere 2's sliding-window
-``layer_types`` following their layers, the KV cache right. ``add_layerscale``: γ on each branch's last linear,
-exact at 1, the identity at 0. ``grow`` (γ = 0: the source's function, read back through the marked type) and
-``fold`` (a plain folder with the scaled model's function). A configuration that is not a residual stack (OPT-350m's
+"""Depth surgery on the decoders whose branches are named otherwise than Llama's: those whose attention and MLP read the
+same input — GPT-J, Phi, Cohere (2), GPT-NeoX (Pythia), StableLM, Falcon (7B's, 40B's new architecture; Falcon-RW's
+sequential layers with ALiBi too) — and OPT and BLOOM. ``layerscale prune``: the written folder computes the source with
+that layer skipped (a forward hook that returns the layer's input, written independently of the block editor), Cohere
+2's sliding-window ``layer_types`` following their layers, the KV cache right. ``add_layerscale``: γ on each branch's
+last linear, exact at 1, the identity at 0. ``grow`` (γ = 0: the source's function, read back through the marked type)
+and ``fold`` (a plain folder with the scaled model's function). A configuration that is not a residual stack (OPT-350m's
 Post-LN, BLOOM computing its outputs from weight slices) takes no γ: refused in one line, nothing written; its layers
 can still be pruned."""
 
@@ -35,6 +36,12 @@ FAMILIES = {
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", dict(use_parallel_residual=True, num_key_value_heads=4)),
     "opt": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32)),
     "bloom": ("BloomConfig", "BloomForCausalLM", dict(n_layer=3, n_head=4)),
+    "falcon": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48)),
+    "falcon_new_architecture": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48,
+                                                                          new_decoder_architecture=True,
+                                                                          num_kv_heads=2)),
+    "falcon_sequential": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48, parallel_attn=False,
+                                                                    alibi=True)),
 }
 NOT_A_RESIDUAL_STACK = {
     "opt_post_ln": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32, do_layer_norm_before=False)),
@@ -59,7 +66,9 @@ def test_a_pruned_folder_is_the_source_with_that_layer_skipped(tmp_path, family)
 
 OUTPUTS = {"gptj": ("attn.out_proj", "mlp.fc_out"), "phi": ("self_attn.dense", "mlp.fc2"),
            "gpt_neox": ("attention.dense", "mlp.dense_4h_to_h"), "opt": ("self_attn.out_proj", "fc2"),
-           "bloom": ("self_attention.dense", "mlp.dense_4h_to_h")}  # the others: Llama's o_proj / down_proj
+           "bloom": ("self_attention.dense", "mlp.dense_4h_to_h"),
+           **dict.fromkeys(("falcon", "falcon_new_architecture", "falcon_sequential"),
+                           ("self_attention.dense", "mlp.dense_4h_to_h"))}  # the others: Llama's o_proj / down_proj
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -84,7 +93,7 @@ def test_add_layerscale_scales_each_branchs_last_linear_and_is_exact_at_one(fami
     assert torch.equal(logits_skipping(model, TOKENS), logits_skipping(_build(family), TOKENS, skip=1))
 
 
-@pytest.mark.parametrize("family", ["gpt_neox", "phi", "gptj", "opt", "bloom"])
+@pytest.mark.parametrize("family", ["gpt_neox", "phi", "gptj", "opt", "bloom", "falcon", "falcon_sequential"])
 def test_grow_fold_and_the_marked_type_from_the_command_line(tmp_path, family):
     source = _build(family)
     source.save_pretrained(tmp_path / "source")

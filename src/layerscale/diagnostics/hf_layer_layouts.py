@@ -7,19 +7,21 @@ s_mlp`` with both read from the same ``x``); a :class:`DecoderLayout` names, ins
 is each ``s``, the last linear of each branch, and the module whose input is the stream entering the MLP branch.
 Read from each layer's ``modeling_*.py`` of transformers 5.24:
 
-* parallel branches (GPT-J, Phi, Cohere / Cohere 2, GPT-NeoX / Pythia, StableLM): both branches read the layer's
-  input. GPT-NeoX and StableLM are parallel only with ``use_parallel_residual`` (Pythia: yes); otherwise their MLP
-  branch reads ``x + s_attn`` at ``post_attention_layernorm``;
+* parallel branches (GPT-J, Phi, Cohere / Cohere 2, GPT-NeoX / Pythia, StableLM, Falcon): both branches read the
+  layer's input. GPT-NeoX and StableLM are parallel only with ``use_parallel_residual`` (Pythia: yes), Falcon with
+  ``parallel_attn`` or ``new_decoder_architecture`` (7B, 40B, Falcon 2; not Falcon-RW); otherwise their MLP branch
+  reads ``x + s_attn`` at ``post_attention_layernorm``. Falcon adds the attention output into the MLP's output tensor
+  in place (``mlp_output += attention_output``), so a reader of ``s_mlp`` must take it in its hook, not keep it;
 * OPT (``OPTDecoderLayer``, Pre-LN with ``do_layer_norm_before``): its MLP is two linears of the layer itself,
   ``fc2(act(fc1(final_layer_norm(x))))``, on the tokens flattened to ``(batch · tokens, width)``;
 * BLOOM (``BloomBlock``): its attention and MLP modules add the residual themselves (``dropout_add``), so ``s`` is the
   output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``;
-* read by discovery only: CodeGen (parallel, as GPT-J), BioGPT (as OPT, without the flattening), Apertus
+* read by discovery only: CodeGen (parallel, as GPT-J), BioGPT and XGLM (as OPT, without the flattening), Apertus
   (``feedforward_layernorm`` before the MLP), Llama 4 (``feed_forward``, dense or experts), JetMoE, the ModernBERT
-  decoder, VaultGemma, RecurrentGemma, the hybrid stacks of Jamba, Bamba and LFM2, and the sandwich-norm
+  decoder, VaultGemma, RecurrentGemma, xLSTM, the hybrid stacks of Jamba, Bamba and LFM2, and the sandwich-norm
   layers of GLM-4 / Kolibri (``post_self_attn_layernorm``, ``post_mlp_layernorm``; ``post_attention_layernorm`` is
-  the norm *before* the MLP there) and AFMoE (``post_attention_layernorm``, ``pre_mlp_layernorm``,
-  ``post_mlp_layernorm``), where a name-matched reading took the raw attention output for ``s``.
+  the norm *before* the MLP there), AFMoE (``post_attention_layernorm``, ``pre_mlp_layernorm``,
+  ``post_mlp_layernorm``), where a name-matched reading took the raw attention output for ``s``, and LFM3.
 
 Not every configuration of these classes is a residual stack ``x ← x + s``: :func:`unsupported_reason` says which is
 not, and why.
@@ -105,6 +107,7 @@ HF_DECODER_LAYOUTS = {
     "OPTDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
     "BloomBlock": DecoderLayout("self_attention.dense", "self_attention.dense", "mlp.dense_4h_to_h",
                                 "mlp.dense_4h_to_h", "post_attention_layernorm"),
+    "FalconDecoderLayer": DecoderLayout("self_attention", "self_attention.dense", "mlp", "mlp.dense_4h_to_h", None),
     # read by discovery, not retrofitted with γ (not in surgery's tables)
     "CodeGenBlock": DecoderLayout("attn", "attn.out_proj", "mlp", "mlp.fc_out", None),
     "BioGptDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
@@ -128,16 +131,34 @@ HF_DECODER_LAYOUTS = {
     "JambaMambaDecoderLayer": _JAMBA,
     "BambaDecoderLayer": _JAMBA,
     "Lfm2DecoderLayer": DecoderLayout("self_attn|conv", None, "feed_forward", None, "ffn_norm"),
+    # LFM3: ``post_operator_norm`` / ``post_ffn_norm`` normalise each branch's output (identities without
+    # ``use_sandwich_norm``), so ``s`` is their output either way
+    "Lfm3DecoderLayer": DecoderLayout("post_operator_norm", None, "post_ffn_norm", None, "ffn_norm"),
+    # OPT's names without the flattening; a third, cross-attention branch runs only given encoder states
+    "XGLMDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
+    # xLSTM (transformers' own mLSTM block): the mLSTM layer, then the feed-forward after ``norm_ffn``
+    "xLSTMBlock": DecoderLayout("mlstm_layer", None, "ffn", None, "norm_ffn"),
 }
 
 
 def mlp_stream_path(layer: nn.Module, layout: DecoderLayout) -> str | None:
     """The path of the module whose input is the stream entering ``layer``'s MLP branch (``None``: the layer's
-    input): the layout's, except in a GPT-NeoX or StableLM layer built without ``use_parallel_residual``, whose MLP
-    branch reads ``x + s_attn`` at ``post_attention_layernorm``."""
-    if layout.mlp_stream is None and getattr(layer, "use_parallel_residual", True) is False:
+    input): the layout's, except in the layers whose branches run in parallel only under an option — a GPT-NeoX or
+    StableLM layer built without ``use_parallel_residual``, a Falcon layer with neither ``parallel_attn`` nor
+    ``new_decoder_architecture`` (Falcon-RW) — whose MLP branch reads ``x + s_attn`` at
+    ``post_attention_layernorm``."""
+    if layout.mlp_stream is None and (getattr(layer, "use_parallel_residual", True) is False
+                                      or _falcon_sequential(layer)):
         return "post_attention_layernorm"
     return layout.mlp_stream
+
+
+def _falcon_sequential(layer: nn.Module) -> bool:
+    """A ``FalconDecoderLayer`` computing ``x ← x + s_attn`` before its MLP (``modeling_falcon.py``,
+    ``FalconDecoderLayer.forward``: neither ``new_decoder_architecture`` nor ``parallel_attn``)."""
+    config = getattr(layer, "config", None)
+    return type(layer).__name__ == "FalconDecoderLayer" and config is not None and not (
+        getattr(config, "new_decoder_architecture", False) or getattr(config, "parallel_attn", True))
 
 
 def unsupported_reason(layer: nn.Module) -> str | None:

@@ -42,6 +42,10 @@ def _first_tensor(value: Any) -> torch.Tensor | None:
     return None
 
 
+def _copy(value: torch.Tensor | None) -> torch.Tensor | None:
+    return None if value is None else value.clone()
+
+
 def _with_stream(template: Any, stream: torch.Tensor) -> Any:
     """``template`` (a block's output: a tensor, or a tuple whose first element is the stream) with its stream
     replaced by ``stream``."""
@@ -148,10 +152,12 @@ class BlockStack:
                 if not module_points or not probe.checked:  # an unchecked block's branch points stay None
                     continue
                 attn, mlp = probe.branches[0], probe.branches[1]
+                # copies: a layer may add into a branch's output in place after the hook (Falcon's
+                # ``mlp_output += attention_output``)
                 handles.append(attn.output_module.register_forward_hook(
-                    lambda m, a, out, i=index: record(points["attn_out"], i, _first_tensor(out))))
+                    lambda m, a, out, i=index: record(points["attn_out"], i, _copy(_first_tensor(out)))))
                 handles.append(mlp.output_module.register_forward_hook(
-                    lambda m, a, out, i=index: record(points["mlp_out"], i, _first_tensor(out))))
+                    lambda m, a, out, i=index: record(points["mlp_out"], i, _copy(_first_tensor(out)))))
                 if mlp.stream_module is not None:
                     handles.append(mlp.stream_module.register_forward_pre_hook(
                         lambda m, a, i=index: record(points["norm2_in"], i, a[0] if a else None)))

@@ -1,6 +1,6 @@
 """The residual branches of Hugging Face causal-LM decoder layers: GPT-2, the Llama family, the parallel-branch
-layers (GPT-J, Phi, Cohere, GPT-NeoX, StableLM), OPT, BLOOM, and the post-norm layers (Gemma 2 / 3, OLMo 2 / 3,
-EXAONE 4).
+layers (GPT-J, Phi, Cohere, GPT-NeoX, StableLM, Falcon), OPT, BLOOM, and the post-norm layers (Gemma 2 / 3, OLMo 2 /
+3, EXAONE 4).
 
 The first five are Pre-LN (OPT with ``do_layer_norm_before``), ``x ← x + F(norm(x))`` twice per layer (or
 ``x ← x + F_attn(n(x)) + F_mlp(n'(x))``), with the residual adds inside the layer's own ``forward``; each branch
@@ -20,8 +20,10 @@ ends in one linear layer, the exact place for LayerScale (see :class:`~layerscal
   each branch's last linear is LayerScale on each term): GPT-J (``GPTJBlock``: ``attn.out_proj``, ``mlp.fc_out``),
   Phi (``PhiDecoderLayer``: ``self_attn.dense``, ``mlp.fc2``), GPT-NeoX / Pythia (``GPTNeoXLayer``:
   ``attention.dense``, ``mlp.dense_4h_to_h``; sequential without ``use_parallel_residual``), Cohere / Cohere 2 and
-  StableLM (``self_attn.o_proj``, ``mlp.down_proj``; a StableLM without ``use_parallel_residual`` is sequential);
-  dropouts after the branches commute with γ;
+  StableLM (``self_attn.o_proj``, ``mlp.down_proj``; a StableLM without ``use_parallel_residual`` is sequential),
+  Falcon (``FalconDecoderLayer``: ``self_attention.dense``, ``mlp.dense_4h_to_h``; sequential in Falcon-RW, with
+  neither ``parallel_attn`` nor ``new_decoder_architecture``; it adds the attention output into the MLP's output in
+  place, after γ has scaled it); dropouts after the branches commute with γ;
 * OPT (``OPTDecoderLayer``: ``self_attn.out_proj``, ``fc2``) and BLOOM (``BloomBlock``: ``self_attention.dense``,
   ``mlp.dense_4h_to_h``, before the residual add their modules do themselves).
 
@@ -82,6 +84,7 @@ HF_DECODER_LAYERS = {
     "transformers.models.stablelm.modeling_stablelm": "StableLmDecoderLayer",
     "transformers.models.opt.modeling_opt": "OPTDecoderLayer",
     "transformers.models.bloom.modeling_bloom": "BloomBlock",
+    "transformers.models.falcon.modeling_falcon": "FalconDecoderLayer",
 }
 
 #: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): no γ; the

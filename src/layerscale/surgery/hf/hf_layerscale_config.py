@@ -68,6 +68,7 @@ MARKED_FAMILIES = {
     "stablelm": (_CAUSAL_LM_MODULE, "StableLmConfig", (("AutoModelForCausalLM", "StableLmForCausalLM"),)),
     "opt": (_CAUSAL_LM_MODULE, "OPTConfig", (("AutoModelForCausalLM", "OPTForCausalLM"),)),
     "bloom": (_CAUSAL_LM_MODULE, "BloomConfig", (("AutoModelForCausalLM", "BloomForCausalLM"),)),
+    "falcon": (_CAUSAL_LM_MODULE, "FalconConfig", (("AutoModelForCausalLM", "FalconForCausalLM"),)),
     "vit": (_VISION_MODULE, "ViTConfig", (("AutoModel", "ViTModel"),
                                           ("AutoModelForImageClassification", "ViTForImageClassification"))),
     "deit": (_VISION_MODULE, "DeiTConfig", (("AutoModel", "DeiTModel"),)),
