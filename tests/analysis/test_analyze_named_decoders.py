@@ -32,6 +32,7 @@ FAMILIES = {
     "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", dict(intermediate_size=48, num_local_experts=2,
                                                                      num_experts_per_tok=1, residual_multiplier=0.5)),
     "falcon": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48)),
+    "mpt": ("MptConfig", "MptForCausalLM", dict(d_model=32, n_heads=4, n_layers=DEPTH)),
 }
 
 

@@ -54,7 +54,9 @@ LAYOUTS = {"llama": ("LlamaConfig", "LlamaForCausalLM", {}),
                                                 dict(ffn_hidden_size=48, new_decoder_architecture=True, num_kv_heads=2,
                                                      num_ln_in_parallel_attn=1)),
            "falcon_sequential": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48, parallel_attn=False,
-                                                                           alibi=True))}
+                                                                           alibi=True)),
+           # MPT's MLP adds the residual itself: ffn(norm_2(x), x)
+           "mpt": ("MptConfig", "MptForCausalLM", dict(d_model=32, n_heads=4, n_layers=2))}
 PARALLEL = {"gptj", "phi", "cohere", "gpt_neox", "stablelm_parallel", "falcon", "falcon_new_architecture",
             "falcon_new_architecture_one_norm"}
 

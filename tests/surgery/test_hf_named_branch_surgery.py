@@ -42,6 +42,7 @@ FAMILIES = {
                                                                           num_kv_heads=2)),
     "falcon_sequential": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48, parallel_attn=False,
                                                                     alibi=True)),
+    "mpt": ("MptConfig", "MptForCausalLM", dict(d_model=32, n_heads=4, n_layers=3)),
 }
 NOT_A_RESIDUAL_STACK = {
     "opt_post_ln": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=48, word_embed_proj_dim=32, do_layer_norm_before=False)),
@@ -68,7 +69,8 @@ OUTPUTS = {"gptj": ("attn.out_proj", "mlp.fc_out"), "phi": ("self_attn.dense", "
            "gpt_neox": ("attention.dense", "mlp.dense_4h_to_h"), "opt": ("self_attn.out_proj", "fc2"),
            "bloom": ("self_attention.dense", "mlp.dense_4h_to_h"),
            **dict.fromkeys(("falcon", "falcon_new_architecture", "falcon_sequential"),
-                           ("self_attention.dense", "mlp.dense_4h_to_h"))}  # the others: Llama's o_proj / down_proj
+                           ("self_attention.dense", "mlp.dense_4h_to_h")),
+           "mpt": ("attn.out_proj", "ffn.down_proj")}  # the others: Llama's o_proj / down_proj
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -93,7 +95,8 @@ def test_add_layerscale_scales_each_branchs_last_linear_and_is_exact_at_one(fami
     assert torch.equal(logits_skipping(model, TOKENS), logits_skipping(_build(family), TOKENS, skip=1))
 
 
-@pytest.mark.parametrize("family", ["gpt_neox", "phi", "gptj", "opt", "bloom", "falcon", "falcon_sequential"])
+@pytest.mark.parametrize("family", ["gpt_neox", "phi", "gptj", "opt", "bloom", "falcon", "falcon_sequential",
+                                    "mpt"])
 def test_grow_fold_and_the_marked_type_from_the_command_line(tmp_path, family):
     source = _build(family)
     source.save_pretrained(tmp_path / "source")

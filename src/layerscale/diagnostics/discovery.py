@@ -16,7 +16,7 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * timm CaiT / official DeiT III blocks (``gamma_1``/``gamma_2`` parameters): ``s_i = gamma_i ⊙ attn/mlp output``.
 * Hugging Face decoder layers named in :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS`, by
   class: those whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia, StableLM, CodeGen, Falcon;
-  the MLP branch's stream is the block's input), OPT, BLOOM, BioGPT, XGLM, Apertus, Llama 4, xLSTM, and the
+  the MLP branch's stream is the block's input), OPT, BLOOM, MPT, BioGPT, XGLM, Apertus, Llama 4, xLSTM, and the
   sandwich-norm layers of GLM-4, Kolibri, AFMoE and LFM3: ``s_i`` is the output of the module the table names.
 * Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
   output of the branch's post-norm.
@@ -204,10 +204,10 @@ def _checked(block: nn.Module) -> bool:
 
 def _hf_listed_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     """The layers of :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS` (parallel branches: GPT-J, Phi,
-    Cohere, GPT-NeoX, StableLM, CodeGen, Falcon; OPT; BLOOM; the others the table names): ``s_i`` is the output of the
-    layout's attention / MLP module (with γ in its output layer once ``add_layerscale`` put one there, for the classes
-    it retrofits; dropouts, identities in evaluation, are not seen), and the MLP branch's stream is the input of the
-    layout's stream module — the block's input (``None``) when both branches read it. A configuration that is not a
+    Cohere, GPT-NeoX, StableLM, CodeGen, Falcon; OPT; BLOOM; MPT; the others the table names): ``s_i`` is the output of
+    the layout's attention / MLP module (with γ in its output layer once ``add_layerscale`` put one there, for the
+    classes it retrofits; dropouts, identities in evaluation, are not seen), and the MLP branch's stream is the input of
+    the layout's stream module — the block's input (``None``) when both branches read it. A configuration that is not a
     residual stack (OPT-350m's Post-LN, ...) is refused in one line naming why."""
     layout = HF_DECODER_LAYOUTS.get(type(block).__name__)
     if layout is None:
@@ -300,6 +300,6 @@ def find_blocks(model: nn.Module) -> list[BlockProbe]:
             f"found no transformer blocks in {type(model).__name__}: expected layerscale Block/ClassAttentionBlock, "
             f"timm blocks (ls1/ls2 or gamma_1/gamma_2 with attn, mlp, norm2) or Hugging Face layers "
             f"(layer_scale1/layer_scale2, GPT-2 ln_2/attn/mlp, Llama post_attention_layernorm/self_attn/mlp, "
-            f"Gemma 2 / OLMo 2 post-norms, GPT-J / Phi / Cohere / GPT-NeoX / Falcon parallel layers, OPT, BLOOM)"
+            f"Gemma 2 / OLMo 2 post-norms, GPT-J / Phi / Cohere / GPT-NeoX / Falcon parallel layers, OPT, BLOOM, MPT)"
         )
     return found

@@ -15,7 +15,8 @@ Read from each layer's ``modeling_*.py`` of transformers 5.24:
 * OPT (``OPTDecoderLayer``, Pre-LN with ``do_layer_norm_before``): its MLP is two linears of the layer itself,
   ``fc2(act(fc1(final_layer_norm(x))))``, on the tokens flattened to ``(batch · tokens, width)``;
 * BLOOM (``BloomBlock``): its attention and MLP modules add the residual themselves (``dropout_add``), so ``s`` is the
-  output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``;
+  output of their last linears, ``self_attention.dense`` and ``mlp.dense_4h_to_h``; so does MPT's MLP (``MptBlock``:
+  ``ffn(norm_2(x), x)`` returns ``x + down_proj(·)``), so its ``s_mlp`` is the output of ``ffn.down_proj``;
 * read by discovery only: CodeGen (parallel, as GPT-J), BioGPT and XGLM (as OPT, without the flattening), Apertus
   (``feedforward_layernorm`` before the MLP), Llama 4 (``feed_forward``, dense or experts), JetMoE, the ModernBERT
   decoder, VaultGemma, RecurrentGemma, xLSTM, the hybrid stacks of Jamba, Bamba and LFM2, and the sandwich-norm
@@ -108,6 +109,7 @@ HF_DECODER_LAYOUTS = {
     "BloomBlock": DecoderLayout("self_attention.dense", "self_attention.dense", "mlp.dense_4h_to_h",
                                 "mlp.dense_4h_to_h", "post_attention_layernorm"),
     "FalconDecoderLayer": DecoderLayout("self_attention", "self_attention.dense", "mlp", "mlp.dense_4h_to_h", None),
+    "MptBlock": DecoderLayout("attn", "attn.out_proj", "ffn.down_proj", "ffn.down_proj", "norm_2"),
     # read by discovery, not retrofitted with γ (not in surgery's tables)
     "CodeGenBlock": DecoderLayout("attn", "attn.out_proj", "mlp", "mlp.fc_out", None),
     "BioGptDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),

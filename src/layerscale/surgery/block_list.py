@@ -43,7 +43,7 @@ FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransfo
                 "Hugging Face GPT-2 and Llama-family causal LMs (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, "
                 "Granite, SmolLM3)", "Hugging Face post-norm causal LMs (Gemma 2, Gemma 3, OLMo 2, OLMo 3, EXAONE 4)",
                 "Hugging Face parallel-branch causal LMs (GPT-J, Phi, Cohere, GPT-NeoX, StableLM, Falcon)",
-                "Hugging Face OPT and BLOOM causal LMs",
+                "Hugging Face OPT, BLOOM and MPT causal LMs",
                 "Hugging Face mixture-of-experts causal LMs, pruning only (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, "
                 "gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE)",
                 "Hugging Face hybrid attention / linear-attention causal LMs, pruning only (Qwen3-Next, Qwen3.5)",

@@ -30,7 +30,7 @@ __all__ = ["add_layerscale"]
 _SUPPORTED = ("layerscale Block / ClassAttentionBlock (ViT, CaiT, GPT), timm VisionTransformer blocks, "
               "Hugging Face ViTLayer / DeiTLayer (ViT and DeiT models), Hugging Face causal-LM decoder layers "
               "(GPT-2, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo, Granite, SmolLM3; GPT-J, Phi, Cohere, "
-              "GPT-NeoX, StableLM, Falcon; OPT, BLOOM)")
+              "GPT-NeoX, StableLM, Falcon; OPT, BLOOM, MPT)")
 
 
 def _like(module: nn.Module) -> dict:

@@ -1,6 +1,6 @@
-"""The residual branches of Hugging Face causal-LM decoder layers: GPT-2, the Llama family, the parallel-branch
-layers (GPT-J, Phi, Cohere, GPT-NeoX, StableLM, Falcon), OPT, BLOOM, and the post-norm layers (Gemma 2 / 3, OLMo 2 /
-3, EXAONE 4).
+"""The residual branches of Hugging Face causal-LM decoder layers: GPT-2, the Llama family, the parallel-branch layers
+(GPT-J, Phi, Cohere, GPT-NeoX, StableLM, Falcon), OPT, BLOOM, MPT, and the post-norm layers (Gemma 2 / 3, OLMo 2 / 3,
+EXAONE 4).
 
 The first five are Pre-LN (OPT with ``do_layer_norm_before``), ``x ← x + F(norm(x))`` twice per layer (or
 ``x ← x + F_attn(n(x)) + F_mlp(n'(x))``), with the residual adds inside the layer's own ``forward``; each branch
@@ -24,8 +24,9 @@ ends in one linear layer, the exact place for LayerScale (see :class:`~layerscal
   Falcon (``FalconDecoderLayer``: ``self_attention.dense``, ``mlp.dense_4h_to_h``; sequential in Falcon-RW, with
   neither ``parallel_attn`` nor ``new_decoder_architecture``; it adds the attention output into the MLP's output in
   place, after γ has scaled it); dropouts after the branches commute with γ;
-* OPT (``OPTDecoderLayer``: ``self_attn.out_proj``, ``fc2``) and BLOOM (``BloomBlock``: ``self_attention.dense``,
-  ``mlp.dense_4h_to_h``, before the residual add their modules do themselves).
+* OPT (``OPTDecoderLayer``: ``self_attn.out_proj``, ``fc2``), BLOOM (``BloomBlock``: ``self_attention.dense``,
+  ``mlp.dense_4h_to_h``, before the residual add their modules do themselves) and MPT (``MptBlock``:
+  ``attn.out_proj``, ``ffn.down_proj``, before the add its MLP does itself).
 
 The paths of the layers named otherwise than Llama's are read from one table,
 :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS`, which discovery reads too; configurations that
@@ -85,6 +86,7 @@ HF_DECODER_LAYERS = {
     "transformers.models.opt.modeling_opt": "OPTDecoderLayer",
     "transformers.models.bloom.modeling_bloom": "BloomBlock",
     "transformers.models.falcon.modeling_falcon": "FalconDecoderLayer",
+    "transformers.models.mpt.modeling_mpt": "MptBlock",
 }
 
 #: transformers module -> decoder layer class of the post-norm causal-LM families (module docstring): no γ; the

@@ -69,6 +69,7 @@ MARKED_FAMILIES = {
     "opt": (_CAUSAL_LM_MODULE, "OPTConfig", (("AutoModelForCausalLM", "OPTForCausalLM"),)),
     "bloom": (_CAUSAL_LM_MODULE, "BloomConfig", (("AutoModelForCausalLM", "BloomForCausalLM"),)),
     "falcon": (_CAUSAL_LM_MODULE, "FalconConfig", (("AutoModelForCausalLM", "FalconForCausalLM"),)),
+    "mpt": (_CAUSAL_LM_MODULE, "MptConfig", (("AutoModelForCausalLM", "MptForCausalLM"),)),
     "vit": (_VISION_MODULE, "ViTConfig", (("AutoModel", "ViTModel"),
                                           ("AutoModelForImageClassification", "ViTForImageClassification"))),
     "deit": (_VISION_MODULE, "DeiTConfig", (("AutoModel", "DeiTModel"),)),
