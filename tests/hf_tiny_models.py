@@ -26,7 +26,14 @@ PER_TYPE = {"gpt_neo": {"attention_types": [[["global", "local"], 1]]}, "mimo_v2
             "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16, "attn_layer_indices": [1]},
             "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1},
             "lfm2": {"full_attn_idxs": [1], "layer_types": ["conv", "full_attention"]},
-            "recurrent_gemma": {"block_types": ["recurrent", "attention"]}}
+            "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
+            # Mamba's residual_in_fp32 rounds a float64 stream to float32 before the add; Mamba-2's heads must
+            # tile its expanded width (2 · 32 = 8 heads of 8)
+            "mamba": {"residual_in_fp32": False}, "falcon_mamba": {"residual_in_fp32": False},
+            "mamba2": {"residual_in_fp32": False, "num_heads": 8, "n_groups": 1},
+            # Nemotron-H: one block of each mixer kind (Mamba-2, attention, MLP, experts)
+            "nemotron_h": {"layers_block_type": ["linear_attention", "full_attention", "mlp", "moe"],
+                           "num_hidden_layers": 4}}
 
 
 def _tiny_kwargs(config_cls) -> dict:
@@ -73,7 +80,8 @@ def _first(value):
 
 
 def branch_errors(probes, forward) -> list[tuple[float, float, float]]:
-    """Per block: ``(max |y − (x + s₁ + s₂)|, max |stream₂ − expected|, min(max |s₁|, max |s₂|))`` after one call of
+    """Per block: ``(max |y − (x + s₁ + s₂)|, max |stream₂ − expected|, min(max |s₁|, max |s₂|))`` (a block of one
+    branch: ``(max |y − (x + s₁)|, 0, max |s₁|)``) after one call of
     ``forward()`` (each branch output times its gain — a copy, so a layer adding into it in place afterwards, as
     Falcon's does, is not seen —, reshaped to the stream's shape)."""
     seen: dict = {}
@@ -87,8 +95,8 @@ def branch_errors(probes, forward) -> list[tuple[float, float, float]]:
             handles.append(branch.output_module.register_forward_hook(
                 lambda m, a, o, i=index, b=branch.name, g=branch.output_gain: seen.__setitem__(
                     (i, b), _first(o) * g() if g is not None else _first(o).clone())))
-        stream = probe.branches[1].stream_module
-        if stream is not None:
+        stream = probe.branches[-1].stream_module
+        if len(probe.branches) == 2 and stream is not None:
             handles.append(stream.register_forward_pre_hook(lambda m, a, i=index: seen.__setitem__((i, "stream"),
                                                                                                    a[0])))
     default = torch.get_default_dtype()
@@ -103,10 +111,10 @@ def branch_errors(probes, forward) -> list[tuple[float, float, float]]:
     errors = []
     for index, probe in enumerate(probes):
         x, y = seen[(index, "x")], seen[(index, "y")]
-        s1, s2 = seen[(index, "attn")].reshape(x.shape), seen[(index, "mlp")].reshape(x.shape)
-        parallel = probe.branches[1].stream_module is None
+        s = [seen[(index, branch.name)].reshape(x.shape) for branch in probe.branches]
+        parallel = len(s) == 1 or probe.branches[1].stream_module is None  # one branch: no second stream to check
         stream = seen.get((index, "stream"), x).reshape(x.shape)
-        expected_stream = x if parallel else x + s1
-        errors.append((float((y - (x + s1 + s2)).abs().max()), float((stream - expected_stream).abs().max()),
-                       min(float(s1.abs().max()), float(s2.abs().max()))))
+        expected_stream = x if parallel else x + s[0]
+        errors.append((float((y - (x + sum(s))).abs().max()), float((stream - expected_stream).abs().max()),
+                       min(float(t.abs().max()) for t in s)))
     return errors

@@ -33,6 +33,7 @@ FAMILIES = {
                                                                      num_experts_per_tok=1, residual_multiplier=0.5)),
     "falcon": ("FalconConfig", "FalconForCausalLM", dict(ffn_hidden_size=48)),
     "mpt": ("MptConfig", "MptForCausalLM", dict(d_model=32, n_heads=4, n_layers=DEPTH)),
+    "mamba": ("MambaConfig", "MambaForCausalLM", dict(state_size=4)),  # one branch per block: its mixer
 }
 
 

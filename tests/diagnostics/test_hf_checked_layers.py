@@ -36,11 +36,15 @@ CHECKED_TYPES = (
     "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "lara_mini", "olmo_hybrid")
 #: misread by the generic layouts (audit of 2026-12-07): the check must fail on them, so they stay unchecked
 MISREAD_TYPES = ("openai-gpt", "minicpm3", "hyperclovax")
+#: blocks of one branch, ``x ← x + mixer(norm(x))`` (Nemotron-H: one block of each mixer kind): read by the depth
+#: analysis, refused by the per-branch monitor
+ONE_BRANCH_TYPES = ("mamba", "mamba2", "falcon_mamba", "nemotron_h")
+LAYERS = {"nemotron_h": 4}  # blocks in the tiny model, where not 2
 #: read through the table of named layouts (hf_layer_layouts.HF_DECODER_LAYOUTS) by discovery only; the table's
 #: other layers (parallel branches, OPT, BLOOM) are checked in test_hf_decoder_discovery.py with their options
 LISTED_TYPES = ("codegen", "biogpt", "apertus", "apertus1p5_text", "llama4_text", "glm4", "kolibri1", "afmoe",
                 "jetmoe", "modernbert-decoder", "vaultgemma", "recurrent_gemma", "jamba", "bamba", "lfm2", "lfm3",
-                "xglm", "xlstm")
+                "xglm", "xlstm", *ONE_BRANCH_TYPES)
 TOKENS = torch.randint(3, 60, (2, 10), generator=torch.Generator().manual_seed(1))
 TOLERANCE = 1e-10
 
@@ -53,7 +57,7 @@ def _layer_classes(probes) -> set[str]:
 def test_a_checked_layer_adds_its_branches_up_to_its_output(model_type):
     _, model = tiny_causal_lm(model_type)
     probes = find_blocks(model)
-    assert len(probes) == 2 and all(probe.checked for probe in probes)
+    assert len(probes) == LAYERS.get(model_type, 2) and all(probe.checked for probe in probes)
     for y_error, stream_error, smallest in branch_errors(probes, lambda: model(TOKENS, use_cache=False)):
         assert y_error < TOLERANCE and stream_error < TOLERANCE and smallest > 1e-6
 
@@ -90,9 +94,23 @@ def test_a_layer_the_generic_layouts_misread_is_found_unchecked_and_the_monitor_
     assert "never checked" in message and "depth analysis" in message
 
 
-@pytest.mark.parametrize("model_type, checked", [("llama", True), ("minicpm3", False)])
-def test_training_a_users_model_turns_the_diagnostics_off_for_an_unchecked_layer(tmp_path, capsys, model_type,
-                                                                                 checked):
+@pytest.mark.parametrize("model_type", ONE_BRANCH_TYPES)
+def test_the_monitor_refuses_a_block_of_one_branch_in_one_line(model_type):
+    _, model = tiny_causal_lm(model_type)
+    probes = find_blocks(model)
+    assert all(len(probe.branches) == 1 for probe in probes)
+    with pytest.raises(ValueError) as caught:
+        LayerScaleMonitor(model)
+    message = str(caught.value)
+    assert "\n" not in message and type(probes[0].module).__name__ in message
+    assert "one residual branch" in message and "depth analysis" in message
+
+
+@pytest.mark.parametrize("model_type, off", [("llama", None), ("minicpm3", "MiniCPM3DecoderLayer's branch reading is "
+                                                                          "not checked"),
+                                             ("mamba", "MambaBlock's blocks have one branch")])
+def test_training_a_users_model_turns_the_diagnostics_off_for_a_layer_it_cannot_read(tmp_path, capsys, model_type,
+                                                                                    off):
     from layerscale.train.records.metrics_log import read_metrics
     from layerscale.train.user_model import run_user_model
 
@@ -107,12 +125,15 @@ def test_training_a_users_model_turns_the_diagnostics_off_for_an_unchecked_layer
                    out=tmp_path / "run", loss_fn=loss)
     printed = capsys.readouterr().out
     records = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["split"] == "diagnostics"]
-    assert bool(records) is checked
-    assert ("MiniCPM3DecoderLayer's branch reading is not checked" in printed) is not checked
+    assert bool(records) is (off is None)
+    if off is None:
+        assert "diagnostics off" not in printed
+    else:
+        assert f"diagnostics off ({off})" in printed
 
 
 @pytest.mark.parametrize("model_type", ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "jamba", "bamba", "lfm2",
-                                        "recurrent_gemma"])
+                                        "recurrent_gemma", "nemotron_h"])
 def test_the_depth_analysis_reads_every_layer_of_a_hybrid_stack(model_type):
     """Its linear-attention, state-space or convolution layers are blocks too (one of each kind in the tiny stack):
     the stack is chained, so the analysis takes it (it refused a stack with those layers missing as not chained)."""
@@ -122,7 +143,8 @@ def test_the_depth_analysis_reads_every_layer_of_a_hybrid_stack(model_type):
     stack = find_block_stack(model, lambda tokens: model(tokens, use_cache=False).logits)
     mixers = {type(probe.branches[0].output_module).__name__ for probe in find_blocks(model)}
     captured = stack.capture(TOKENS)
-    assert stack.depth == 2 and len(captured.streams) == 3 and len(mixers) == 2
+    depth = LAYERS.get(model_type, 2)
+    assert stack.depth == depth and len(captured.streams) == depth + 1 and len(mixers) == depth
 
 
 def test_every_layer_class_surgery_edits_is_read_by_a_checked_layout():

@@ -17,7 +17,8 @@ by a forward hook on an existing sub-module. Recognised block layouts (tried in 
 * Hugging Face decoder layers named in :data:`~layerscale.diagnostics.hf_layer_layouts.HF_DECODER_LAYOUTS`, by
   class: those whose branches run in parallel (GPT-J, Phi, Cohere, GPT-NeoX / Pythia, StableLM, CodeGen, Falcon;
   the MLP branch's stream is the block's input), OPT, BLOOM, MPT, BioGPT, XGLM, Apertus, Llama 4, xLSTM, and the
-  sandwich-norm layers of GLM-4, Kolibri, AFMoE and LFM3: ``s_i`` is the output of the module the table names.
+  sandwich-norm layers of GLM-4, Kolibri, AFMoE and LFM3: ``s_i`` is the output of the module the table names; the
+  blocks of one branch (Mamba, Mamba-2, Falcon Mamba, Nemotron-H) have one ``BranchProbe``, their ``mixer``.
 * Hugging Face decoder layers that normalise each branch's output (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4): ``s_i`` is the
   output of the branch's post-norm.
 * Hugging Face GPT-2 and Llama-family decoder layers: ``s_i`` is the attention / MLP output (with LayerScale
@@ -46,7 +47,7 @@ from ..layers.block import _ResidualBranches
 from .hf_layer_layouts import (CHECKED_GENERIC_LAYERS, HF_DECODER_LAYOUTS, mlp_stream_path,
                                unsupported_reason)
 
-__all__ = ["BranchProbe", "BlockProbe", "find_blocks", "unchecked_message", "BRANCHES"]
+__all__ = ["BranchProbe", "BlockProbe", "find_blocks", "per_branch_refusal", "BRANCHES"]
 
 BRANCHES = ("attn", "mlp")
 
@@ -188,12 +189,22 @@ def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
                                                    None)), _checked(block))
 
 
-def unchecked_message(probe: BlockProbe) -> str:
-    """The one line the per-branch diagnostics refuse an unchecked block with (``probe.checked`` false)."""
-    return (f"{probe.name}: the branches of a {type(probe.module).__name__} are read by attribute names, a reading "
-            f"never checked against that class (another layer with these names does not add its branches up to its "
-            f"output: sandwich norms, scaled or Post-LN residuals), so per-branch diagnostics could be wrong and are "
-            f"not given; the depth analysis, which reads only each block's input and output, still reads it")
+def per_branch_refusal(probe: BlockProbe) -> str | None:
+    """The one line the per-branch diagnostics (monitor, report) refuse ``probe`` with, or ``None`` when they read
+    it: a block whose branches are read by a layout never checked against its class (``probe.checked`` false), and a
+    block with one residual branch (a state-space model's ``x ← x + F(norm(x))``), which their records — an attention
+    and an MLP branch per block — do not describe."""
+    cls = type(probe.module).__name__
+    if not probe.checked:
+        return (f"{probe.name}: the branches of a {cls} are read by attribute names, a reading never checked against "
+                f"that class (another layer with these names does not add its branches up to its output: sandwich "
+                f"norms, scaled or Post-LN residuals), so per-branch diagnostics could be wrong and are not given; the "
+                f"depth analysis, which reads only each block's input and output, still reads it")
+    if len(probe.branches) == 1:
+        return (f"{probe.name}: a {cls} has one residual branch (its {probe.branches[0].name}, x <- x + F(norm(x))), "
+                f"not an attention and an MLP branch, so the per-branch diagnostics do not describe it; the depth "
+                f"analysis, which reads only each block's input and output, reads it")
+    return None
 
 
 def _checked(block: nn.Module) -> bool:
@@ -219,6 +230,8 @@ def _hf_listed_decoder(name: str, block: nn.Module) -> BlockProbe | None:
     mixers = [path for path in layout.attention.split("|") if isinstance(getattr(block, path, None), nn.Module)]
     try:
         attention = block.get_submodule(mixers[0] if mixers else layout.attention)
+        if layout.mlp is None:  # one branch: the block's mixer
+            return BlockProbe(name, block, 0, (_hf_decoder_branch("mixer", block, attention, None),))
         mlp = block.get_submodule(layout.mlp)
         stream = None if stream_path is None else block.get_submodule(stream_path)
     except AttributeError:

@@ -22,7 +22,10 @@ Read from each layer's ``modeling_*.py`` of transformers 5.24:
   decoder, VaultGemma, RecurrentGemma, xLSTM, the hybrid stacks of Jamba, Bamba and LFM2, and the sandwich-norm
   layers of GLM-4 / Kolibri (``post_self_attn_layernorm``, ``post_mlp_layernorm``; ``post_attention_layernorm`` is
   the norm *before* the MLP there), AFMoE (``post_attention_layernorm``, ``pre_mlp_layernorm``,
-  ``post_mlp_layernorm``), where a name-matched reading took the raw attention output for ``s``, and LFM3.
+  ``post_mlp_layernorm``), where a name-matched reading took the raw attention output for ``s``, and LFM3;
+* blocks of one branch, ``x ← x + mixer(norm(x))`` (Mamba, Mamba-2, Falcon Mamba; Nemotron-H, whose mixers are Mamba-2
+  layers, attention, MLPs or experts, one per block): read by the depth analysis (block input and output); the
+  per-branch diagnostics, whose records hold an attention and an MLP branch per block, refuse them.
 
 Not every configuration of these classes is a residual stack ``x ← x + s``: :func:`unsupported_reason` says which is
 not, and why.
@@ -83,11 +86,12 @@ class DecoderLayout:
     hybrid stack's layer, attention or a state-space / convolution block); ``attention_output`` / ``mlp_output``,
     each branch's last linear (the place of γ; ``None`` where no one linear is: a norm after it, a mixture of
     experts); ``mlp_stream``, the module whose first input is the stream entering the MLP branch (``None``: the
-    layer's own input, when the branches run in parallel)."""
+    layer's own input, when the branches run in parallel). A block of one branch (a state-space model's
+    ``x ← x + mixer(norm(x))``) has ``mlp = None``: its one branch is ``attention``, whichever kind of mixer it is."""
 
     attention: str
     attention_output: str | None
-    mlp: str
+    mlp: str | None
     mlp_output: str | None
     mlp_stream: str | None
 
@@ -95,6 +99,7 @@ class DecoderLayout:
 _PARALLEL_LLAMA_NAMES = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", None)
 _APERTUS = DecoderLayout("self_attn", "self_attn.o_proj", "mlp", "mlp.down_proj", "feedforward_layernorm")
 _JAMBA = DecoderLayout("self_attn|mamba", None, "feed_forward", None, "pre_ff_layernorm")
+_MIXER_ONLY = DecoderLayout("mixer", None, None, None, None)
 _GLM4_SANDWICH = DecoderLayout("post_self_attn_layernorm", None, "post_mlp_layernorm", None, "post_attention_layernorm")
 
 #: decoder layer class name → its layout (module docstring); a class not listed has Llama's or GPT-2's names
@@ -140,6 +145,12 @@ HF_DECODER_LAYOUTS = {
     "XGLMDecoderLayer": DecoderLayout("self_attn", "self_attn.out_proj", "fc2", "fc2", "final_layer_norm"),
     # xLSTM (transformers' own mLSTM block): the mLSTM layer, then the feed-forward after ``norm_ffn``
     "xLSTMBlock": DecoderLayout("mlstm_layer", None, "ffn", None, "norm_ffn"),
+    # one branch per block, ``x ← x + mixer(norm(x))``: Mamba, Mamba-2, Falcon Mamba, and Nemotron-H, whose block's
+    # mixer is a Mamba-2 layer, attention, an MLP or experts
+    "MambaBlock": _MIXER_ONLY,
+    "Mamba2Block": _MIXER_ONLY,
+    "FalconMambaBlock": _MIXER_ONLY,
+    "NemotronHBlock": _MIXER_ONLY,
 }
 
 

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from .alerts import AlertThresholds, AlertTracker
-from .discovery import BlockProbe, find_blocks, unchecked_message
+from .discovery import BlockProbe, find_blocks, per_branch_refusal
 from .statistics import global_norm, relative_update, scale_statistics, snapshot, sum_of_squares
 
 __all__ = ["LayerScaleMonitor", "RECORD_SPLIT"]
@@ -99,8 +99,8 @@ class LayerScaleMonitor:
     one rank). ``track_updates=False`` skips the weight snapshot (it costs one copy of the blocks' weights on
     monitored steps) and with it ``update_ratio``. ``new_blocks``: the blocks a grown model's surgery inserted
     (:func:`layerscale.surgery.growth.new_blocks.new_block_modules`); their entries carry ``"new": true``, which the
-    report marks. Raises ``ValueError`` for a model without recognisable blocks, a bad ``every``, or new blocks that are
-    not among the model's.
+    report marks. Raises ``ValueError`` for a model without recognisable blocks or with blocks it does not read
+    (:func:`~.discovery.per_branch_refusal`), a bad ``every``, or new blocks that are not among the model's.
 
     ``scale_collapse`` compares each scale with its value when the monitor is built (the initial or loaded γ), so
     build it after loading the weights training starts from; on resume, :meth:`load_alert_state` restores the first
@@ -121,9 +121,9 @@ class LayerScaleMonitor:
         self.warn = warn
         self.training_only = training_only
         self.probes = find_blocks(model)
-        unchecked = next((probe for probe in self.probes if not probe.checked), None)
-        if unchecked is not None:
-            raise ValueError(unchecked_message(unchecked))
+        refusal = next((r for r in map(per_branch_refusal, self.probes) if r is not None), None)
+        if refusal is not None:
+            raise ValueError(refusal)
         new = {id(block) for block in new_blocks}
         self._new = [id(probe.module) in new for probe in self.probes]
         if len(new) > sum(self._new):

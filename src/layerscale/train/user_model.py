@@ -222,7 +222,7 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
             saved = (weights, train_state)
         run_dir = check_writable_dir(resume_dir) if resume_dir is not None else _new_run_dir(cfg, ctx)
         from ..diagnostics.callback import DiagnosticsCallback
-        from ..diagnostics.discovery import find_blocks
+        from ..diagnostics.discovery import find_blocks, per_branch_refusal
         from ..surgery.growth.new_blocks import new_block_modules
 
         monitor = DiagnosticsCallback.from_settings(dataclasses.asdict(cfg.diagnostics), new_block_modules(model))
@@ -231,15 +231,15 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
                        f"{len(evaluation.dataset) if evaluation else 0:,} eval samples")
         if monitor is not None:
             try:
-                unchecked = [probe for probe in find_blocks(model) if not probe.checked]
+                refused = [probe for probe in find_blocks(model) if per_branch_refusal(probe) is not None]
             except ValueError:  # the per-block diagnostics need residual blocks of a known layout
                 monitor = None
                 description += "; diagnostics off (no transformer blocks of a known layout)"
             else:
-                if unchecked:  # blocks found by attribute names only: their branch reading is not known to hold
+                if refused:  # an unchecked branch reading, or one branch per block
                     monitor = None
-                    description += (f"; diagnostics off ({type(unchecked[0].module).__name__}'s branch reading is "
-                                    "not checked)")
+                    reason = "branch reading is not checked" if not refused[0].checked else "blocks have one branch"
+                    description += f"; diagnostics off ({type(refused[0].module).__name__}'s {reason})"
         data = TrainData(kind, train.dataset, evaluation.dataset if evaluation else None, {}, description,
                          loss_fn=loss_fn, collate_fn=train.collate_fn)
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 from torch import nn
 
-from ...diagnostics.discovery import BlockProbe, find_blocks
+from ...diagnostics.discovery import BlockProbe, find_blocks, per_branch_refusal
 
 __all__ = ["BlockStack", "CapturedBatch", "find_block_stack", "MODULE_POINTS"]
 
@@ -149,7 +149,7 @@ class BlockStack:
                     lambda m, a, k, i=index: record_input(i, a, k), with_kwargs=True))
                 handles.append(probe.module.register_forward_hook(
                     lambda m, a, out, i=index: record(outputs_seen, i, out)))
-                if not module_points or not probe.checked:  # an unchecked block's branch points stay None
+                if not module_points or per_branch_refusal(probe) is not None:  # its branch points stay None
                     continue
                 attn, mlp = probe.branches[0], probe.branches[1]
                 # copies: a layer may add into a branch's output in place after the hook (Falcon's
@@ -258,7 +258,7 @@ def find_block_stack(model: nn.Module, call: Callable[[torch.Tensor], Any] | Non
         probes = find_blocks(model)
     except ValueError as exc:
         raise ValueError(f"cannot analyse {type(model).__name__}: {exc}") from None
-    main = [p for p in probes if p.stream_arg == 0 and len(p.branches) == 2]
+    main = [p for p in probes if p.stream_arg == 0 and len(p.branches) in (1, 2)]
     if not main:
         raise ValueError(f"cannot analyse {type(model).__name__}: none of its blocks takes the residual stream as "
                          "its first argument")
