@@ -5,7 +5,7 @@ its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's 
 pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow`` refuses them
 (no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model as it was. The
 hybrid stacks of Qwen3-Next and Qwen3.5 (attention and linear-attention layers) prune the same way, either kind of
-layer, and refuse to grow."""
+layer, and refuse to grow; so do the state-space models of one branch per block (Mamba, Mamba-2, Falcon Mamba)."""
 
 from __future__ import annotations
 
@@ -132,3 +132,25 @@ def test_a_hybrid_stack_prunes_either_kind_of_layer_and_refuses_to_grow(tmp_path
     assert main(["grow", str(tmp_path / "to_grow"), "--insert", "1", "--out", str(tmp_path / "grown")]) == 2
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "linear-attention" in error and not (tmp_path / "grown").exists()
+
+
+STATE_SPACE = {  # one branch per block, x <- x + mixer(norm(x))
+    "mamba": ("MambaConfig", "MambaForCausalLM", dict(state_size=4)),
+    "mamba2": ("Mamba2Config", "Mamba2ForCausalLM", dict(state_size=4, num_heads=8, head_dim=8, n_groups=1)),
+    "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", dict(state_size=4)),
+}
+
+
+@pytest.mark.parametrize("family", STATE_SPACE)
+def test_a_state_space_model_prunes_its_blocks_and_refuses_to_grow(tmp_path, capsys, family):
+    config_name, model_name, extra = STATE_SPACE[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(hidden_size=32, num_hidden_layers=3, vocab_size=64, pad_token_id=0,
+                                                bos_token_id=0, eos_token_id=1, **extra)
+    source = getattr(transformers, model_name)(config).eval()
+    assert_pruned_skips_layer(source, tmp_path, main, TOKENS)
+    source.save_pretrained(tmp_path / "to_grow")
+    capsys.readouterr()
+    assert main(["grow", str(tmp_path / "to_grow"), "--insert", "1", "--out", str(tmp_path / "grown")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "fused kernel" in error and not (tmp_path / "grown").exists()

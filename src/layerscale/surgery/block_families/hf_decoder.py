@@ -1,6 +1,7 @@
 """Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM, Falcon),
 OPT, BLOOM, MPT, post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4), mixture-of-experts (Mixtral, Qwen MoE, OLMoE, PhiMoE,
-gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE; prune only) or hybrid (Qwen3-Next, Qwen3.5; prune only) decoder layers
+gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE; prune only), hybrid (Qwen3-Next, Qwen3.5; prune only) or state-space
+(Mamba, Mamba-2, Falcon Mamba; prune only) decoder layers
 (:mod:`layerscale.surgery.hf.hf_decoder_layers`): the stack is the ``nn.ModuleList`` of decoder layers
 (``transformer.h`` / ``model.layers``; ``gpt_neox.layers``; ``model.language_model.layers`` in a model that also
 reads images, such as Gemma 3's ``Gemma3ForConditionalGeneration``).
@@ -27,7 +28,8 @@ from torch import nn
 from ...token_limits import text_config
 from .base import BlockFamily, layer_stack
 from ..hf.hf_decoder_layers import (branch_outputs, decoder_layer_types, hybrid_decoder_layer_types,
-                                    moe_decoder_layer_types, post_norm_decoder_layer_types, post_norm_gains)
+                                    moe_decoder_layer_types, post_norm_decoder_layer_types, post_norm_gains,
+                                    state_space_decoder_layer_types)
 from ..retrofit import add_layerscale
 
 __all__ = ["HFDecoderFamily", "PER_LAYER_CONFIG"]
@@ -40,13 +42,17 @@ PER_LAYER_CONFIG = ("layer_types", "no_rope_layers")
 def _stack(model: nn.Module) -> tuple[nn.Module, str] | None:
     """``(parent, name)`` of the list of decoder layers (``transformer.h`` / ``model.layers``)."""
     return layer_stack(model, decoder_layer_types() + post_norm_decoder_layer_types() + moe_decoder_layer_types()
-                       + hybrid_decoder_layer_types())
+                       + hybrid_decoder_layer_types() + state_space_decoder_layer_types())
 
 
 def _edit_depth(config, old_depth: int, origin: list[int | None]) -> None:
     """Record a stack of ``len(origin)`` layers (layer ``i`` from old layer ``origin[i]``) in the text ``config``:
-    its depth, and its per-layer lists (:data:`PER_LAYER_CONFIG`) re-ordered with the layers."""
+    its depth, and its per-layer lists (:data:`PER_LAYER_CONFIG`) re-ordered with the layers — but a list the config
+    class derives from its depth (Mamba's read-only ``layer_types``), which follows it."""
     for key in PER_LAYER_CONFIG:
+        derived = getattr(type(config), key, None)
+        if isinstance(derived, property) and derived.fset is None:
+            continue
         values = getattr(config, key, None)
         if isinstance(values, (list, tuple)) and len(values) == old_depth:
             setattr(config, key, [values[o] for o in origin])
@@ -110,13 +116,17 @@ class HFDecoderFamily(BlockFamily):
 
     def add_scales(self, model: nn.Module) -> None:
         layers = self.blocks(model)
-        for kinds, why in ((moe_decoder_layer_types(), "'s MLP branch is a mixture of experts"),
+        no_output_layer = ", with no single output layer for a LayerScale γ"
+        for kinds, why in ((moe_decoder_layer_types(), "'s MLP branch is a mixture of experts" + no_output_layer),
                            (hybrid_decoder_layer_types(), "'s linear-attention layers gate and normalise their output "
-                                                          "inside the mixer")):
+                                                          "inside the mixer" + no_output_layer),
+                           (state_space_decoder_layer_types(), "'s mixer may apply its output projection inside a "
+                                                               "fused kernel (mamba-ssm) without calling it, which "
+                                                               "would bypass a LayerScale γ there")):
             found = next((layer for layer in layers if type(layer) in kinds), None)
             if found is not None:
-                raise ValueError(f"{type(found).__name__}{why}, with no single output layer for a LayerScale γ: its "
-                                 f"layers can be removed (layerscale prune), not grown")
+                raise ValueError(f"{type(found).__name__}{why}: its layers can be removed (layerscale prune), not "
+                                 f"grown")
         post_norm = post_norm_decoder_layer_types()
         if all(type(layer) in post_norm for layer in layers):
             return  # each branch already ends in a per-channel gain, its post-norm's

@@ -45,7 +45,8 @@ Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss,
 Granite MoE; :data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts
 with no single output layer: their layers can be removed; γ is not retrofitted. So can the layers of the hybrid
 stacks of Qwen3-Next and Qwen3.5 (:data:`HF_HYBRID_DECODER_LAYERS`), whose linear-attention layers have no single
-output layer either.
+output layer either, and the blocks of Mamba, Mamba-2 and Falcon Mamba (:data:`HF_STATE_SPACE_DECODER_LAYERS`), one
+branch each, whose output projection a fused kernel may apply without calling it.
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -62,8 +63,9 @@ from .scaled_conv1d import LayerScaledConv1D
 from ..scaled_linear import LayerScaledLinear
 
 __all__ = ["HF_DECODER_LAYERS", "HF_HYBRID_DECODER_LAYERS", "HF_MOE_DECODER_LAYERS", "HF_POST_NORM_DECODER_LAYERS",
-           "decoder_layer_types", "branch_outputs", "hybrid_decoder_layer_types", "moe_decoder_layer_types",
-           "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer"]
+           "HF_STATE_SPACE_DECODER_LAYERS", "decoder_layer_types", "branch_outputs", "hybrid_decoder_layer_types",
+           "moe_decoder_layer_types", "post_norm_decoder_layer_types", "post_norm_gains", "queue_hf_decoder_layer",
+           "state_space_decoder_layer_types"]
 
 #: transformers module -> decoder layer class, for every supported causal-LM family
 HF_DECODER_LAYERS = {
@@ -136,6 +138,18 @@ HF_HYBRID_DECODER_LAYERS = {
 _GAIN_ONE_PLUS_WEIGHT = ("Gemma2DecoderLayer", "Gemma3DecoderLayer")
 
 
+#: transformers module -> block class of the state-space models of one branch per block, ``x ← x + mixer(norm(x))``
+#: (read from ``modeling_mamba.py``, ``modeling_mamba2.py``, ``modeling_falcon_mamba.py`` of transformers 5.24): their
+#: blocks can be removed; not grown: with the ``mamba-ssm`` kernels installed, a training forward computes the mixer's
+#: output projection inside a fused kernel from ``out_proj.weight`` without calling ``out_proj``, so a γ there would be
+#: bypassed
+HF_STATE_SPACE_DECODER_LAYERS = {
+    "transformers.models.mamba.modeling_mamba": "MambaBlock",
+    "transformers.models.mamba2.modeling_mamba2": "Mamba2Block",
+    "transformers.models.falcon_mamba.modeling_falcon_mamba": "FalconMambaBlock",
+}
+
+
 def post_norm_decoder_layer_types() -> tuple[type, ...]:
     """The post-norm decoder layer classes (:data:`HF_POST_NORM_DECODER_LAYERS`) whose transformers module is
     loaded."""
@@ -146,6 +160,11 @@ def hybrid_decoder_layer_types() -> tuple[type, ...]:
     """The hybrid-stack decoder layer classes (:data:`HF_HYBRID_DECODER_LAYERS`) whose transformers module is
     loaded."""
     return loaded_table_classes(HF_HYBRID_DECODER_LAYERS)
+
+
+def state_space_decoder_layer_types() -> tuple[type, ...]:
+    """The state-space block classes (:data:`HF_STATE_SPACE_DECODER_LAYERS`) whose transformers module is loaded."""
+    return loaded_table_classes(HF_STATE_SPACE_DECODER_LAYERS)
 
 
 def moe_decoder_layer_types() -> tuple[type, ...]:
