@@ -1,10 +1,10 @@
 """Tiny float64 Hugging Face causal LMs built from a model type alone, and the branch check discovery is held to.
 
-:func:`tiny_causal_lm` starts from the config class's defaults and shrinks whichever size fields it declares (width
-32, 2 layers, 4 heads of 8 channels — multi-head latent attention's too —, 2 experts, ...); per-layer lists sized to
-the default depth keep one entry of each of their first two kinds. :func:`branch_errors` runs one forward with hooks and measures, for each discovered block, how far
-``y`` is from ``x + s_attn + s_mlp`` and the stream found entering the MLP branch from ``x + s_attn`` (or from ``x``
-when the branches are parallel) — what ``find_blocks`` promises per block."""
+:func:`tiny_causal_lm` starts from the config class's defaults and shrinks whichever size fields it declares (width 32,
+2 layers, 4 heads of 8 channels — multi-head latent attention's too —, 2 experts, ...); per-layer lists sized to the
+default depth keep one entry of each of their first two kinds. :func:`branch_errors` runs one forward with hooks and
+measures, for each discovered block, how far ``y`` is from ``x + s_attn + s_mlp`` and the stream found entering the MLP
+branch from ``x + s_attn`` (or from ``x`` when the branches are parallel) — what ``find_blocks`` promises per block."""
 
 from __future__ import annotations
 

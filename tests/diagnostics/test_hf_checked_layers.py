@@ -2,12 +2,14 @@
 (``diagnostics.hf_layer_layouts.CHECKED_GENERIC_LAYERS``) is checked here: built tiny from its model type at the
 config's defaults, each discovered block adds its branch outputs up to what it does (``y = x + s₁ + s₂``) and the stream
 found entering its MLP branch is ``x + s₁``, in float64; so does each layer read through the table of named layouts by
-discovery only (CodeGen, BioGPT, Apertus, Llama 4, and GLM-4's, Kolibri's and AFMoE's sandwich norms, which the
-name-matched reading misread). Layers the generic layouts match by their names but misread — OpenAI GPT's Post-LN with
-GPT-2's names, MiniCPM3's depth-scaled branches, HyperCLOVA X's post-norms — are found unchecked: the check fails on
-them, and the per-branch monitor refuses them in one line while the blocks themselves are still found for the depth
-analysis. The hybrid stacks (Qwen3-Next, Qwen3.5, OLMo hybrid, Jamba, Bamba, LFM2, RecurrentGemma) are read whole:
-their linear-attention, state-space and convolution layers are blocks too."""
+discovery only (CodeGen, BioGPT, XGLM, Apertus, Llama 4, xLSTM, and GLM-4's, Kolibri's, AFMoE's and LFM3's sandwich
+norms, the first three of which the name-matched reading misread). Layers the generic layouts match by their names but
+misread — OpenAI GPT's Post-LN with GPT-2's names, MiniCPM3's depth-scaled branches, HyperCLOVA X's post-norms — are
+found unchecked: the check fails on them, and the per-branch monitor refuses them in one line while the blocks
+themselves are still found for the depth analysis. The hybrid stacks (Qwen3-Next, Qwen3.5, OLMo hybrid, Jamba, Bamba,
+LFM2, RecurrentGemma, Nemotron-H) are read whole: their linear-attention, state-space and convolution layers are blocks
+too. The blocks of one branch (Mamba, Mamba-2, Falcon Mamba, Nemotron-H) add their mixer's output to their input; the
+monitor and a training run's diagnostics refuse them in one line."""
 
 from __future__ import annotations
 
