@@ -174,10 +174,10 @@ def hf_dinov2(layers: int = 3, seed: int = 0, **backbone):
 
 def decoder_layers(model) -> list:
     """A Hugging Face model's decoder layers (``*DecoderLayer``, GPT-J's ``GPTJBlock``, GPT-NeoX's ``GPTNeoXLayer``,
-    BLOOM's ``BloomBlock``, MPT's ``MptBlock``, the Mamba family's blocks), in forward order."""
+    BLOOM's ``BloomBlock``, MPT's ``MptBlock``, the Mamba family's and Nemotron-H's blocks), in forward order."""
     return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")
             or type(m).__name__ in ("GPTJBlock", "GPTNeoXLayer", "BloomBlock", "MptBlock", "MambaBlock",
-                                    "Mamba2Block", "FalconMambaBlock")]
+                                    "Mamba2Block", "FalconMambaBlock", "NemotronHBlock")]
 
 
 def _with_stream(output, stream: torch.Tensor):

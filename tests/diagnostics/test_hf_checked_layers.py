@@ -154,8 +154,9 @@ def test_every_layer_class_surgery_edits_is_read_by_a_checked_layout():
     them by a checked layout (the table of named layouts, or a checked class of the name-matched ones)."""
     from layerscale.diagnostics.hf_layer_layouts import HF_DECODER_LAYOUTS
     from layerscale.surgery.hf.hf_decoder_layers import (HF_DECODER_LAYERS, HF_HYBRID_DECODER_LAYERS,
-                                                         HF_MOE_DECODER_LAYERS, HF_POST_NORM_DECODER_LAYERS)
+                                                         HF_MOE_DECODER_LAYERS, HF_POST_NORM_DECODER_LAYERS,
+                                                         HF_STATE_SPACE_DECODER_LAYERS)
 
     edited = {name for table in (HF_DECODER_LAYERS, HF_HYBRID_DECODER_LAYERS, HF_MOE_DECODER_LAYERS,
-                                 HF_POST_NORM_DECODER_LAYERS) for name in table.values()}
+                                 HF_POST_NORM_DECODER_LAYERS, HF_STATE_SPACE_DECODER_LAYERS) for name in table.values()}
     assert edited - CHECKED_GENERIC_LAYERS - set(HF_DECODER_LAYOUTS) == set()

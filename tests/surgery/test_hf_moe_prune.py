@@ -5,7 +5,8 @@ its position (DeepSeek-V3's ``first_k_dense_replace`` dense layers, Qwen2 MoE's 
 pruned stack would not rebuild from it — before anything is written — and accepted when it would; ``grow`` refuses them
 (no single output layer for γ in a mixture of experts). A refused edit leaves an ``inplace`` model as it was. The
 hybrid stacks of Qwen3-Next and Qwen3.5 (attention and linear-attention layers) prune the same way, either kind of
-layer, and refuse to grow; so do the state-space models of one branch per block (Mamba, Mamba-2, Falcon Mamba)."""
+layer, and refuse to grow; so do the state-space models of one branch per block (Mamba, Mamba-2, Falcon Mamba,
+Nemotron-H, whose ``layers_block_type`` follows its blocks)."""
 
 from __future__ import annotations
 
@@ -138,6 +139,12 @@ STATE_SPACE = {  # one branch per block, x <- x + mixer(norm(x))
     "mamba": ("MambaConfig", "MambaForCausalLM", dict(state_size=4)),
     "mamba2": ("Mamba2Config", "Mamba2ForCausalLM", dict(state_size=4, num_heads=8, head_dim=8, n_groups=1)),
     "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", dict(state_size=4)),
+    # one block per mixer kind; layers_block_type (its layer_types) follows the blocks
+    "nemotron_h": ("NemotronHConfig", "NemotronHForCausalLM",
+                   dict(layers_block_type=["linear_attention", "full_attention", "mlp", "moe"], num_attention_heads=4,
+                        num_key_value_heads=4, head_dim=8, intermediate_size=48, mamba_num_heads=8, mamba_head_dim=8,
+                        n_groups=1, ssm_state_size=4, n_routed_experts=2, num_experts_per_tok=1,
+                        moe_intermediate_size=16, moe_shared_expert_intermediate_size=16, n_group=1, topk_group=1)),
 }
 
 
@@ -148,7 +155,9 @@ def test_a_state_space_model_prunes_its_blocks_and_refuses_to_grow(tmp_path, cap
     config = getattr(transformers, config_name)(hidden_size=32, num_hidden_layers=3, vocab_size=64, pad_token_id=0,
                                                 bos_token_id=0, eos_token_id=1, **extra)
     source = getattr(transformers, model_name)(config).eval()
-    assert_pruned_skips_layer(source, tmp_path, main, TOKENS)
+    pruned = assert_pruned_skips_layer(source, tmp_path, main, TOKENS, skip=2)  # Nemotron-H: its MLP block
+    if family == "nemotron_h":
+        assert pruned.config.layers_block_type == ["linear_attention", "full_attention", "moe"]
     source.save_pretrained(tmp_path / "to_grow")
     capsys.readouterr()
     assert main(["grow", str(tmp_path / "to_grow"), "--insert", "1", "--out", str(tmp_path / "grown")]) == 2

@@ -47,7 +47,8 @@ FAMILY_NAMES = ("layerscale VisionTransformer / CaiT / GPT", "timm VisionTransfo
                 "Hugging Face mixture-of-experts causal LMs, pruning only (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, "
                 "gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE)",
                 "Hugging Face hybrid attention / linear-attention causal LMs, pruning only (Qwen3-Next, Qwen3.5)",
-                "Hugging Face state-space causal LMs, pruning only (Mamba, Mamba-2, Falcon Mamba)",
+                "Hugging Face state-space causal LMs, pruning only (Mamba, Mamba-2, Falcon Mamba, "
+                "Nemotron-H)",
                 "Hugging Face ViT, DeiT and DINOv2 (with or without registers)")
 
 

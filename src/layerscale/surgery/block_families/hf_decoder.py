@@ -1,7 +1,7 @@
 """Hugging Face causal LMs with GPT-2, Llama-family, parallel-branch (GPT-J, Phi, Cohere, GPT-NeoX, StableLM, Falcon),
 OPT, BLOOM, MPT, post-norm (Gemma 2 / 3, OLMo 2 / 3, EXAONE 4), mixture-of-experts (Mixtral, Qwen MoE, OLMoE, PhiMoE,
 gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite MoE; prune only), hybrid (Qwen3-Next, Qwen3.5; prune only) or state-space
-(Mamba, Mamba-2, Falcon Mamba; prune only) decoder layers
+(Mamba, Mamba-2, Falcon Mamba, Nemotron-H; prune only) decoder layers
 (:mod:`layerscale.surgery.hf.hf_decoder_layers`): the stack is the ``nn.ModuleList`` of decoder layers
 (``transformer.h`` / ``model.layers``; ``gpt_neox.layers``; ``model.language_model.layers`` in a model that also
 reads images, such as Gemma 3's ``Gemma3ForConditionalGeneration``).

@@ -41,12 +41,12 @@ take no extra γ and are not in :data:`HF_DECODER_LAYERS`. Their layers are stil
 per-channel scale on the branch's output — the place of LayerScale's γ (CaiT, eq. 1) — so a new block starts as the
 identity at ``g = 0`` (:func:`post_norm_gains`; Gemma's norms multiply by ``1 + weight``, the others by ``weight``).
 
-Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE,
-Granite MoE; :data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts
-with no single output layer: their layers can be removed; γ is not retrofitted. So can the layers of the hybrid
-stacks of Qwen3-Next and Qwen3.5 (:data:`HF_HYBRID_DECODER_LAYERS`), whose linear-attention layers have no single
-output layer either, and the blocks of Mamba, Mamba-2 and Falcon Mamba (:data:`HF_STATE_SPACE_DECODER_LAYERS`), one
-branch each, whose output projection a fused kernel may apply without calling it.
+Mixture-of-experts decoders (Mixtral, Qwen2 / Qwen3 MoE, OLMoE, PhiMoE, gpt-oss, DeepSeek-V3, ERNIE 4.5 MoE, Granite
+MoE; :data:`HF_MOE_DECODER_LAYERS`) keep Llama's residual layout, but their MLP branch sums routed experts with no
+single output layer: their layers can be removed; γ is not retrofitted. So can the layers of the hybrid stacks of
+Qwen3-Next and Qwen3.5 (:data:`HF_HYBRID_DECODER_LAYERS`), whose linear-attention layers have no single output layer
+either, and the blocks of Mamba, Mamba-2, Falcon Mamba and Nemotron-H (:data:`HF_STATE_SPACE_DECODER_LAYERS`), one
+branch each, whose Mamba mixers' output projection a fused kernel may apply without calling it.
 
 The classes are looked up only when transformers is already imported (:func:`~layerscale.surgery.peers.loaded_classes`).
 """
@@ -139,14 +139,16 @@ _GAIN_ONE_PLUS_WEIGHT = ("Gemma2DecoderLayer", "Gemma3DecoderLayer")
 
 
 #: transformers module -> block class of the state-space models of one branch per block, ``x ← x + mixer(norm(x))``
-#: (read from ``modeling_mamba.py``, ``modeling_mamba2.py``, ``modeling_falcon_mamba.py`` of transformers 5.24): their
-#: blocks can be removed; not grown: with the ``mamba-ssm`` kernels installed, a training forward computes the mixer's
-#: output projection inside a fused kernel from ``out_proj.weight`` without calling ``out_proj``, so a γ there would be
-#: bypassed
+#: (read from ``modeling_mamba.py``, ``modeling_mamba2.py``, ``modeling_falcon_mamba.py``, ``modeling_nemotron_h.py``
+#: of transformers 5.24; Nemotron-H's mixer is a Mamba-2 layer, attention, an MLP or experts, as its
+#: ``layers_block_type`` — its ``layer_types`` — says, re-ordered with the blocks): their blocks can be removed; not
+#: grown: with the ``mamba-ssm`` kernels installed, a training forward computes a Mamba mixer's output projection inside
+#: a fused kernel from ``out_proj.weight`` without calling ``out_proj``, so a γ there would be bypassed
 HF_STATE_SPACE_DECODER_LAYERS = {
     "transformers.models.mamba.modeling_mamba": "MambaBlock",
     "transformers.models.mamba2.modeling_mamba2": "Mamba2Block",
     "transformers.models.falcon_mamba.modeling_falcon_mamba": "FalconMambaBlock",
+    "transformers.models.nemotron_h.modeling_nemotron_h": "NemotronHBlock",
 }
 
 
