@@ -189,21 +189,24 @@ def _hf_post_norm_decoder(name: str, block: nn.Module) -> BlockProbe | None:
                                                    None)), _checked(block))
 
 
-def per_branch_refusal(probe: BlockProbe) -> str | None:
+def per_branch_refusal(probe: BlockProbe, brief: bool = False) -> str | None:
     """The one line the per-branch diagnostics (monitor, report) refuse ``probe`` with, or ``None`` when they read
     it: a block whose branches are read by a layout never checked against its class (``probe.checked`` false), and a
     block with one residual branch (a state-space model's ``x ← x + F(norm(x))``), which their records — an attention
-    and an MLP branch per block — do not describe."""
+    and an MLP branch per block — do not describe. ``brief``: the reason alone, after the class name (``"MambaBlock's
+    blocks have one branch"``), for a run's description."""
     cls = type(probe.module).__name__
     if not probe.checked:
-        return (f"{probe.name}: the branches of a {cls} are read by attribute names, a reading never checked against "
-                f"that class (another layer with these names does not add its branches up to its output: sandwich "
-                f"norms, scaled or Post-LN residuals), so per-branch diagnostics could be wrong and are not given; the "
-                f"depth analysis, which reads only each block's input and output, still reads it")
+        return f"{cls}'s branch reading is not checked" if brief else (
+            f"{probe.name}: the branches of a {cls} are read by attribute names, a reading never checked against "
+            f"that class (another layer with these names does not add its branches up to its output: sandwich "
+            f"norms, scaled or Post-LN residuals), so per-branch diagnostics could be wrong and are not given; the "
+            f"depth analysis, which reads only each block's input and output, still reads it")
     if len(probe.branches) == 1:
-        return (f"{probe.name}: a {cls} has one residual branch (its {probe.branches[0].name}, x <- x + F(norm(x))), "
-                f"not an attention and an MLP branch, so the per-branch diagnostics do not describe it; the depth "
-                f"analysis, which reads only each block's input and output, reads it")
+        return f"{cls}'s blocks have one branch" if brief else (
+            f"{probe.name}: a {cls} has one residual branch (its {probe.branches[0].name}, x <- x + F(norm(x))), "
+            f"not an attention and an MLP branch, so the per-branch diagnostics do not describe it; the depth "
+            f"analysis, which reads only each block's input and output, reads it")
     return None
 
 

@@ -231,15 +231,14 @@ def run_user_model(model: nn.Module, train_data: Dataset | DataLoader, eval_data
                        f"{len(evaluation.dataset) if evaluation else 0:,} eval samples")
         if monitor is not None:
             try:
-                refused = [probe for probe in find_blocks(model) if per_branch_refusal(probe) is not None]
+                refused = [r for r in (per_branch_refusal(p, brief=True) for p in find_blocks(model)) if r is not None]
             except ValueError:  # the per-block diagnostics need residual blocks of a known layout
                 monitor = None
                 description += "; diagnostics off (no transformer blocks of a known layout)"
             else:
                 if refused:  # an unchecked branch reading, or one branch per block
                     monitor = None
-                    reason = "branch reading is not checked" if not refused[0].checked else "blocks have one branch"
-                    description += f"; diagnostics off ({type(refused[0].module).__name__}'s {reason})"
+                    description += f"; diagnostics off ({refused[0]})"
         data = TrainData(kind, train.dataset, evaluation.dataset if evaluation else None, {}, description,
                          loss_fn=loss_fn, collate_fn=train.collate_fn)
         return train_built_model(cfg, ctx, model, data, run_dir, checkpoint, saved,
