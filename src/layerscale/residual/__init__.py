@@ -5,5 +5,7 @@
 from .. import layers as _layers  # noqa: F401,I001
 from .base import PLACEMENTS, BlockContext, ResidualMethod
 from .registry import get_residual, list_residuals, resolve_residual
+from .step_hook import after_optimizer_step
 
-__all__ = ["PLACEMENTS", "BlockContext", "ResidualMethod", "get_residual", "list_residuals", "resolve_residual"]
+__all__ = ["PLACEMENTS", "BlockContext", "ResidualMethod", "after_optimizer_step", "get_residual", "list_residuals",
+           "resolve_residual"]

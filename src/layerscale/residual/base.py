@@ -28,7 +28,9 @@ keys of every earlier method are unchanged:
   twice).
 
 A fourth, model-level hook, :meth:`ResidualMethod.prepare_model`, runs at the end of a model's
-``reset_parameters()`` (Admin's profiling pass).
+``reset_parameters()`` (Admin's profiling pass); a fifth, :meth:`ResidualMethod.after_optimizer_step`, after every
+optimizer step of a training loop (BHyT's correction recomputed from the current weights; a loop calls it through
+:func:`layerscale.residual.after_optimizer_step`).
 """
 
 from __future__ import annotations
@@ -189,6 +191,10 @@ class ResidualMethod:
 
     def prepare_model(self, model: nn.Module) -> None:
         """Called at the end of a model's ``reset_parameters()`` (after its weights are initialised); no-op."""
+
+    def after_optimizer_step(self, model: nn.Module, step: int, total_steps: int) -> None:
+        """Called after optimizer step ``step`` (1-based) of the ``total_steps`` a run plans, with the model whose
+        blocks this method built; no-op. A method whose recipe updates state between steps does it here."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -8,10 +8,12 @@ on the trainable parameters (every parameter for ``"full"``; the adapters of
 constant rate over batches of ``batch_size`` calibration examples, which are reshuffled (seeded) each time they are used
 up, so exactly ``steps`` steps always run. A batch is a slice of the calibration set already in memory: a
 ``batch_size`` above its size takes the whole set each step, so memory follows the data (``--samples`` /
-``--examples``), not the number asked for; a ``batch_size`` that is no integer >= 1 is refused. The loss is the mean cross-entropy of
-:func:`~layerscale.analysis.eval_data.evaluation.per_example_loss` (next-token mean for a language model). A non-finite
-loss stops healing with a one-line ``ValueError`` naming the step. The same recipe heals the unpruned control, so a gain
-from healing is not mistaken for a gain from pruning.
+``--examples``), not the number asked for; a ``batch_size`` that is no integer >= 1 is refused. The loss is the mean
+cross-entropy of :func:`~layerscale.analysis.eval_data.evaluation.per_example_loss` (next-token mean for a language
+model). A non-finite loss stops healing with a one-line ``ValueError`` naming the step. The same recipe heals the
+unpruned control, so a gain from healing is not mistaken for a gain from pruning. Full healing runs the residual
+methods' step hook after each step (:func:`layerscale.residual.after_optimizer_step`: BHyT's correction follows the
+weights); LoRA healing does not (the adapters are no part of the weights until merged).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from torch import nn
 
 from ...analysis.eval_data.evaluation import EvalSet, logits_of, per_example_loss
+from ...residual.step_hook import after_optimizer_step
 
 __all__ = ["HEAL_METHODS", "HealResult", "heal_model"]
 
@@ -91,6 +94,8 @@ def heal_model(model: nn.Module, data: EvalSet, steps: int, *, method: str = "fu
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+            if method == "full":
+                after_optimizer_step(trained, step, steps)
             ran = step
             last = float(loss.detach())
             if step == 1:

@@ -7,7 +7,7 @@ One optimizer step, on every rank::
     g = clip_grad_norm_(params, grad_clip)                      # global pre-clip norm
     all-reduce [loss·n, correct, n, non-finite flag]            # every rank takes the same decision
     non-finite → locate the first bad block, then stop (raise) or skip the update
-    optimizer.step(); scheduler.step()
+    optimizer.step(); after_optimizer_step(model, step, total); scheduler.step()   # the residual methods' hook
 
 Step numbers count optimizer steps done (step 1 is the first). Data order is a function of (seed, epoch), the
 position in the epoch is part of every checkpoint, and the RNG states of all ranks are saved, so a run resumed from
@@ -40,6 +40,7 @@ from .auto_policy import choose_compile, choose_precision, model_width
 from .budget import planned_total_steps, steps_per_epoch
 from .early_stopping import EarlyStopping
 from ..nonfinite import NonFiniteError, locate_nonfinite
+from ...residual.step_hook import after_optimizer_step
 from .objective import batch_objective, eval_objective
 from .optimizer import build_optimizer
 from .progress import Progress
@@ -107,10 +108,8 @@ class Trainer:
         self.scheduler = WarmupCosineSchedule(self.optimizer, o.warmup_steps, self.total_steps, o.min_lr)
         self._last_checkpoint_step, self._evaluated_part = -1, False  # _evaluated_part: the last eval was cut
         self._window = torch.zeros(3, dtype=torch.float64, device=ctx.device)  # loss·n, correct, n since last log
-        self._window_start = time.perf_counter()
-        self._grad_norm = float("nan")
-        self._lr = o.lr
-        self._start = time.perf_counter()
+        self._grad_norm, self._lr = float("nan"), o.lr
+        self._start = self._window_start = time.perf_counter()
 
     # ----------------------------------------------------------------------------------------------- utilities
     def _eval_loader(self, dataset, data: TrainData):
@@ -258,6 +257,7 @@ class Trainer:
         self._lr = self.optimizer.param_groups[0]["lr"]
         self._grad_norm = float(grad_norm)
         self.optimizer.step()
+        after_optimizer_step(self.model, self.state.step + 1, self.total_steps)  # e.g. BHyT's c, from the new weights
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         self._window += stats[:3]
