@@ -34,7 +34,8 @@ def _gpt2():
 
 
 def _args(tmp_path, **kwargs):
-    return transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4,
+    kwargs.setdefault("max_steps", 2)
+    return transformers.TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4,
                                           learning_rate=1e-2, weight_decay=0.1, use_cpu=True, report_to=[],
                                           save_strategy="no", logging_strategy="no", disable_tqdm=True,
                                           dataloader_num_workers=0, **kwargs)
@@ -71,3 +72,38 @@ def test_the_plain_trainer_would_decay_gamma(tmp_path):
     trainer = transformers.Trainer(model=model, args=_args(tmp_path), train_dataset=_Tokens())
     decay = _groups_of(trainer.create_optimizer(), model)
     assert {wd for n, wd in decay.items() if n.endswith(".layer_scale")} == {0.1}
+
+
+class _OurGPT(torch.nn.Module):
+    """A GPT of ours with BHyT, returning the loss the ``Trainer`` reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from layerscale import create_model
+
+        self.gpt = create_model("gpt", depth=2, embed_dim=32, num_heads=2, vocab_size=VOCAB, block_size=16,
+                                residual="bhyt")
+
+    def forward(self, input_ids, labels):
+        logits = self.gpt(input_ids[:, :-1])
+        return {"loss": torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels[:, 1:].reshape(-1))}
+
+
+def test_the_trainer_runs_the_residual_step_hook_as_bhyt_authors_trainer_does(tmp_path, monkeypatch):
+    """BHyT's correction c after the last of 4 steps is the one of the trained weights (4 // 50 → every step)."""
+    from layerscale.integrations import hf_trainer
+    from layerscale.residual.normalization.bhyt import attention_variance_gain
+
+    calls = []
+    real = hf_trainer.after_optimizer_step
+    monkeypatch.setattr(hf_trainer, "after_optimizer_step", lambda m, s, t: (calls.append((s, t)), real(m, s, t)))
+    torch.manual_seed(0)
+    model = _OurGPT()
+    trainer = LayerScaleTrainer(model=model, args=_args(tmp_path, max_steps=4, gradient_accumulation_steps=2),
+                                train_dataset=_Tokens(n=32))
+    assert sum(isinstance(c, hf_trainer.ResidualStepCallback) for c in trainer.callback_handler.callbacks) == 1
+    trainer.train()
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]  # once per optimizer step, not per micro-batch
+    for block in model.gpt.blocks:
+        expected = attention_variance_gain(block.attn, 11)
+        assert torch.equal(block.norm2.attn_variance_gain, expected)
